@@ -1,0 +1,25 @@
+// "Did you mean" suggestions for unknown names (fields, presets, options, subcommands).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memtune {
+
+// Levenshtein distance (insert, delete, substitute, each cost 1), case-sensitive.
+std::size_t EditDistance(std::string_view a, std::string_view b);
+
+// The candidate closest to `name` if its distance is at most max(2, name.size() / 4),
+// else an empty string. Ties go to the earliest candidate.
+// Example: Suggest("hiden_size", {"hidden_size", "num_layers"}) == "hidden_size".
+std::string Suggest(std::string_view name, const std::vector<std::string>& candidates);
+
+// "did you mean 'X'?" or "" when there is no close candidate.
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates);
+
+// Joins names as "a, b, c".
+std::string JoinNames(const std::vector<std::string>& names, std::string_view sep = ", ");
+
+}  // namespace memtune

@@ -1,0 +1,229 @@
+// The job: one training run (model, parallel layout, training settings, hardware).
+//
+// The struct mirrors the job document of docs/job-format.md, which follows
+// Megatron-Bridge's ConfigContainer section and field names (model, train, optimizer,
+// ddp, mixed_precision, peft, dataset) plus memtune's own `memtune:` section. After
+// parsing (model/job_parse.h) it holds *effective* values: Bridge's rules have been
+// applied (distributed-optimizer sync, mixed-precision preset copied onto model,
+// optimizer and ddp) and every absent field holds its Megatron-Core/Bridge default.
+// Field names are Bridge's, so the document path of a field is "<section>.<name>".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memtune::model {
+
+// Storage dtype of a tensor family.
+enum class Dtype { kFp32, kBf16, kFp16, kFp8, kFp4 };
+
+// Bytes per element (kFp4 counts as 1: packed pairs are ignored at this level, callers
+// that model fp4 packing say so).
+int DtypeBytes(Dtype dtype);
+// "fp32", "bf16", "fp16", "fp8", "fp4".
+const char* DtypeName(Dtype dtype);
+
+enum class Normalization { kLayerNorm, kRMSNorm };
+enum class RecomputeGranularity { kNone, kSelective, kFull };
+enum class RecomputeMethod { kNone, kUniform, kBlock };
+enum class Framework { kMegatron, kFsdp2 };
+
+// model: architecture, parallel layout, memory levers (Bridge GPTModelProvider fields).
+struct ModelConfig {
+  std::string preset;   // memtune catalog entry the architecture came from, or ""
+  std::string hf_config;  // path of a Hugging Face config.json it came from, or ""
+
+  // Architecture.
+  std::int64_t num_layers = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t ffn_hidden_size = 0;        // default 4 * hidden_size
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_query_groups = 0;       // KV heads; default num_attention_heads
+  std::int64_t kv_channels = 0;            // head dim; default hidden_size / heads
+  std::int64_t vocab_size = 0;
+  std::int64_t make_vocab_size_divisible_by = 128;
+  bool should_pad_vocab = false;
+  bool share_embeddings_and_output_weights = true;  // GPTModelProvider default
+  bool gated_linear_unit = false;
+  std::string activation_func = "gelu";    // silu | gelu | quick_gelu | relu | squared_relu
+  Normalization normalization = Normalization::kLayerNorm;
+  bool add_bias_linear = true;
+  bool add_qkv_bias = false;
+  bool qk_layernorm = false;
+  double hidden_dropout = 0.1;             // MCore default; Bridge recipes set 0
+  double attention_dropout = 0.1;
+  std::string position_embedding_type = "learned_absolute";  // rope | learned_absolute | none
+  std::int64_t max_position_embeddings = 0;  // only for learned_absolute; default seq_length
+
+  // MoE.
+  std::optional<std::int64_t> num_moe_experts;
+  std::int64_t moe_router_topk = 2;
+  std::optional<std::int64_t> moe_ffn_hidden_size;             // default ffn_hidden_size
+  std::optional<std::int64_t> moe_shared_expert_intermediate_size;
+  bool moe_shared_expert_gate = false;
+  bool moe_shared_expert_overlap = false;
+  std::vector<int> moe_layer_freq = {1};   // one int (every k-th layer) or a 0/1 flag per layer
+  bool moe_layer_freq_is_list = false;
+  bool moe_grouped_gemm = false;
+  std::string moe_token_dispatcher_type = "allgather";  // allgather | alltoall | flex
+  std::optional<std::int64_t> moe_latent_size;
+  bool moe_router_enable_expert_bias = false;
+  std::optional<double> moe_expert_capacity_factor;
+
+  // MLA (DeepSeek).
+  bool multi_latent_attention = false;
+  std::optional<std::int64_t> q_lora_rank;
+  std::int64_t kv_lora_rank = 512;
+  std::int64_t qk_head_dim = 128;
+  std::int64_t qk_pos_emb_head_dim = 64;
+  std::int64_t v_head_dim = 128;
+
+  std::optional<std::int64_t> mtp_num_layers;
+
+  // Parallel layout.
+  int tensor_model_parallel_size = 1;
+  int pipeline_model_parallel_size = 1;
+  std::optional<int> virtual_pipeline_model_parallel_size;
+  int context_parallel_size = 1;
+  int expert_model_parallel_size = 1;
+  std::optional<int> expert_tensor_parallel_size;  // default tensor_model_parallel_size
+  bool sequence_parallel = false;
+  std::optional<int> microbatch_group_size_per_vp_stage;  // default pipeline size
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  std::optional<int> num_layers_in_first_pipeline_stage;
+  std::optional<int> num_layers_in_last_pipeline_stage;
+  std::string pipeline_model_parallel_layout;  // "" = none
+  std::int64_t seq_length = 0;
+  bool overlap_moe_expert_parallel_comm = false;
+  bool tp_comm_overlap = false;
+  bool defer_embedding_wgrad_compute = false;
+
+  // Memory levers.
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::kNone;
+  RecomputeMethod recompute_method = RecomputeMethod::kNone;
+  std::optional<int> recompute_num_layers;
+  std::vector<std::string> recompute_modules = {"core_attn"};  // used only with selective
+  bool distribute_saved_activations = false;
+  bool cpu_offloading = false;
+  int cpu_offloading_num_layers = 0;
+  bool cpu_offloading_activations = true;
+  bool cpu_offloading_weights = false;
+  bool fine_grained_activation_offloading = false;
+  std::vector<std::string> offload_modules;
+  std::string cuda_graph_impl = "none";     // none | local | transformer_engine | full_iteration
+  std::vector<std::string> cuda_graph_scope;
+  bool cross_entropy_loss_fusion = false;
+  std::string cross_entropy_fusion_impl = "native";  // native | te
+
+  // Precision (effective: the mixed-precision preset has been applied).
+  bool bf16 = false;
+  bool fp16 = false;
+  Dtype params_dtype = Dtype::kFp32;
+  Dtype pipeline_dtype = Dtype::kFp32;
+  std::string fp8;         // "" | hybrid | e4m3
+  std::string fp8_recipe;  // "" | delayed | tensorwise | mxfp8 | blockwise
+  bool fp8_param = false;
+  bool fp8_param_gather = false;
+  std::string fp4;         // "" | e2m1
+  bool fp4_param = false;
+  bool first_last_layers_bf16 = false;
+  int num_layers_at_start_in_bf16 = 0;
+  int num_layers_at_end_in_bf16 = 0;
+};
+
+// train: batch sizes.
+struct TrainConfig {
+  std::int64_t micro_batch_size = 1;
+  std::int64_t global_batch_size = 1;
+};
+
+// optimizer: Bridge OptimizerConfig fields that change memory.
+struct OptimizerConfig {
+  std::string optimizer = "adam";  // adam | sgd
+  bool use_distributed_optimizer = false;
+  bool use_precision_aware_optimizer = false;
+  Dtype main_params_dtype = Dtype::kFp32;
+  Dtype main_grads_dtype = Dtype::kFp32;
+  Dtype exp_avg_dtype = Dtype::kFp32;
+  Dtype exp_avg_sq_dtype = Dtype::kFp32;
+  bool optimizer_cpu_offload = false;
+  double optimizer_offload_fraction = 1.0;  // in [0, 1]
+  bool bf16 = false;  // effective (from mixed precision)
+  bool fp16 = false;
+};
+
+// ddp: Bridge DistributedDataParallelConfig fields that change memory.
+struct DdpConfig {
+  bool grad_reduce_in_fp32 = false;
+  bool use_distributed_optimizer = false;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool use_megatron_fsdp = false;
+  std::string data_parallel_sharding_strategy = "no_shard";  // no_shard | optim | optim_grads | optim_grads_params
+  int num_distributed_optimizer_instances = 1;
+  std::optional<std::int64_t> bucket_size;  // elements; default max(40M, 1M * dp) with dist-opt
+  bool average_in_collective = false;
+  bool nccl_ub = false;  // --use-nccl-ub: NCCL user-buffer registration
+};
+
+// peft: LoRA / DoRA.
+struct PeftConfig {
+  std::string method = "lora";  // lora | dora
+  std::int64_t dim = 32;
+  double alpha = 32;
+  std::vector<std::string> target_modules = {"linear_qkv", "linear_proj", "linear_fc1",
+                                             "linear_fc2"};
+  bool sequence_parallel_input_regather = false;
+};
+
+// memtune.fsdp2: torchtitan-style FSDP2 runs.
+struct Fsdp2Config {
+  int shard_degree = 0;  // 0 = world / (tp * pp * cp)
+  bool reshard_after_forward = true;
+  Dtype param_dtype = Dtype::kBf16;
+  Dtype reduce_dtype = Dtype::kFp32;
+  std::string activation_checkpoint = "none";  // none | selective_op | selective_layer | full
+  bool float8 = false;
+  bool compile = false;
+};
+
+// memtune: hardware and launch environment.
+struct MemtuneSection {
+  Framework framework = Framework::kMegatron;
+  int world_size = 0;                    // GPUs; 0 = tp*pp*cp (data parallel size 1)
+  std::string gpu;                       // GPU catalog name, or ""
+  std::optional<std::int64_t> gpu_memory_bytes;  // overrides the catalog's capacity
+  int gpus_per_node = 8;
+  std::map<std::string, std::string> env;  // launch environment (PYTORCH_CUDA_ALLOC_CONF, ...)
+  Fsdp2Config fsdp2;
+};
+
+// A whole job with effective values.
+struct Job {
+  ModelConfig model;
+  TrainConfig train;
+  OptimizerConfig optimizer;
+  DdpConfig ddp;
+  std::optional<PeftConfig> peft;  // absent = full training
+  std::string mixed_precision = "bf16_mixed";  // preset name, "custom" for a mapping, "" none
+  MemtuneSection memtune;
+
+  // Derived layout (see Derived*() helpers below).
+};
+
+// Data-parallel size: world / (TP * PP * CP). Bridge's data_parallel_size (excludes CP).
+int DataParallelSize(const Job& job);
+// Expert tensor-parallel size: ETP, default TP.
+int ExpertTensorParallelSize(const Job& job);
+// Expert data-parallel size: world / (PP * EP * ETP).
+int ExpertDataParallelSize(const Job& job);
+// Micro-batches per step and DP rank: GBS / (MBS * DP).
+std::int64_t NumMicrobatches(const Job& job);
+// Padded vocabulary (Megatron calculate_padded_vocab_size when should_pad_vocab).
+std::int64_t PaddedVocabSize(const Job& job);
+
+}  // namespace memtune::model
