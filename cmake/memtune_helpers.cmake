@@ -23,6 +23,7 @@ function(memtune_embed_files target var output)
     COMMAND ${CMAKE_COMMAND} -DOUTPUT=${output} -DVAR=${var} "-DFILES=${files}"
             -P ${PROJECT_SOURCE_DIR}/cmake/embed_files.cmake
     DEPENDS ${files} ${PROJECT_SOURCE_DIR}/cmake/embed_files.cmake
-    COMMENT "Embedding ${var}")
+    COMMENT "Embedding ${var}"
+    VERBATIM)
   target_sources(${target} PRIVATE ${output})
 endfunction()

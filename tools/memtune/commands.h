@@ -4,5 +4,16 @@
 namespace memtune::cli {
 
 int RunUnits(int argc, char** argv);
+int RunJob(int argc, char** argv);
+int RunInspect(int argc, char** argv);
+int RunReplay(int argc, char** argv);
+int RunCalibrate(int argc, char** argv);
+
+int RunEstimate(int argc, char** argv);
+int RunCheck(int argc, char** argv);
+int RunValidate(int argc, char** argv);
+int RunSimulate(int argc, char** argv);
+int RunModels(int argc, char** argv);
+int RunGpus(int argc, char** argv);
 
 }  // namespace memtune::cli

@@ -46,6 +46,12 @@ struct RankEstimate {
   std::int64_t expert_bytes = 0;           // model state of routed-expert parameters
   int layers = 0;                          // transformer layers built on this stage
   int in_flight_microbatches = 0;          // peak live (chunk, micro-batch) pairs
+  // When the peak happens: "backward" (first backward after the warm-up forwards, all
+  // in-flight activations held) or "optimizer step" (activations freed, optimizer
+  // temporaries live). Empty in the compatibility modes.
+  std::string peak_phase;
+  std::int64_t step_peak_bytes = 0;        // accurate mode: the optimizer-step total
+  std::int64_t backward_peak_bytes = 0;    // accurate mode: the forward/backward total
 };
 
 // The whole estimate.

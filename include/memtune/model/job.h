@@ -57,6 +57,9 @@ struct ModelConfig {
   double attention_dropout = 0.1;
   std::string position_embedding_type = "learned_absolute";  // rope | learned_absolute | none
   std::int64_t max_position_embeddings = 0;  // only for learned_absolute; default seq_length
+  // Attention softmax: vanilla | off_by_one | learnable. "learnable" (GPT-OSS sinks) adds
+  // one parameter per attention head per layer (MCore TransformerConfig.softmax_type).
+  std::string softmax_type = "vanilla";
 
   // MoE.
   std::optional<std::int64_t> num_moe_experts;
@@ -168,6 +171,9 @@ struct DdpConfig {
   std::optional<std::int64_t> bucket_size;  // elements; default max(40M, 1M * dp) with dist-opt
   bool average_in_collective = false;
   bool nccl_ub = false;  // --use-nccl-ub: NCCL user-buffer registration
+  // MXFP8 param all-gather reuses the grad buffer (Bridge bf16_with_mxfp8_mixed sets it;
+  // MCore DistributedDataParallelConfig.reuse_grad_buf_for_mxfp8_param_ag).
+  bool reuse_grad_buf_for_mxfp8_param_ag = false;
 };
 
 // peft: LoRA / DoRA.

@@ -23,23 +23,26 @@ enum class TpSplit {
 
 // Where in the pipeline a tensor lives.
 enum class ParamPlacement {
-  kEmbedding,   // first pipeline stage (word and position embeddings)
-  kLayer,       // the stage that builds the transformer layer
-  kFinalNorm,   // last stage (final layernorm)
-  kOutput,      // last stage (output layer; absent when embeddings are tied and PP == 1)
-  kMtp,         // last stage (multi-token-prediction block)
+  kEmbedding,  // first pipeline stage (word and position embeddings)
+  kLayer,      // the stage that builds the transformer layer
+  kFinalNorm,  // last stage (final layernorm)
+  kOutput,     // last stage (output layer; absent when embeddings are tied and PP == 1)
+  kMtp,        // last stage (multi-token-prediction block)
 };
 
 // One parameter tensor (or a family of identical ones, see `count`).
 struct ParamTensor {
-  const char* name;          // static string, e.g. "self_attention.linear_qkv.weight"
-  std::int64_t elements;     // elements of ONE tensor, unsharded (global shape product)
-  std::int64_t count = 1;    // identical copies (e.g. per-expert weights: num_moe_experts)
+  const char* name;        // static string, e.g. "self_attention.linear_qkv.weight"
+  std::int64_t elements;   // elements of ONE tensor, unsharded (global shape product)
+  std::int64_t count = 1;  // identical copies (e.g. per-expert weights: num_moe_experts)
   TpSplit tp_split = TpSplit::kReplicated;
-  bool expert = false;       // routed-expert weight: sharded over EP, and over ETP instead of TP
+  bool expert = false;  // routed-expert weight: sharded over EP, and over ETP instead of TP
   ParamPlacement placement = ParamPlacement::kLayer;
-  bool is_norm = false;      // layernorm / RMSNorm weight or bias (replicated over TP)
+  bool is_norm = false;  // layernorm / RMSNorm weight or bias (replicated over TP)
   bool is_bias = false;
+  // A persistent buffer rather than an nn.Parameter (MCore's router `expert_bias`): it is
+  // in the checkpoint and in memory (fp32), but gets no gradient and no optimizer state.
+  bool is_buffer = false;
   std::int64_t Total() const { return elements * count; }
 };
 
@@ -64,8 +67,19 @@ std::vector<ParamTensor> OutputParameters(const ModelConfig& model, std::int64_t
 // The tensors an MTP block adds beyond its transformer layer (enorm, hnorm, eh_proj, ...).
 std::vector<ParamTensor> MtpExtraParameters(const ModelConfig& model);
 
-// Total parameter count of the model (unsharded), for the given vocabulary size.
+// Total parameter count of the model (unsharded), for the given vocabulary size: every
+// tensor above, MTP blocks included, buffers (is_buffer) included, so that it equals the
+// element count of a Megatron checkpoint. (A Hugging Face checkpoint can differ: see
+// docs/catalog.md for DeepSeek-V3's duplicated MTP embedding and FP8 scales.)
 // Example: llama3-70b with vocab 128256 -> 70,553,706,496.
 std::int64_t CountParameters(const ModelConfig& model, std::int64_t vocab);
+
+// The fields defaults resolve to when a ModelConfig leaves them 0 / unset (the Megatron-Core
+// TransformerConfig defaults): kv_channels = hidden / heads, num_query_groups = heads,
+// ffn_hidden_size = 4 * hidden, moe_ffn_hidden_size = ffn_hidden_size.
+std::int64_t EffectiveKvChannels(const ModelConfig& model);
+std::int64_t EffectiveQueryGroups(const ModelConfig& model);
+std::int64_t EffectiveFfnHiddenSize(const ModelConfig& model);
+std::int64_t EffectiveMoeFfnHiddenSize(const ModelConfig& model);
 
 }  // namespace memtune::model

@@ -1,0 +1,56 @@
+// Trace synthesis + allocator simulation speed on the seed case (docs/performance.md,
+// "Trace synthesis"): two iterations of the busiest rank of Llama3-70B TP4 PP4 VPP5 DP2.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "memtune/alloc/config.h"
+#include "memtune/model/examples.h"
+#include "memtune/model/job_parse.h"
+#include "memtune/synth/forecast.h"
+
+namespace {
+
+memtune::model::Job SeedJob() {
+  auto text = memtune::model::ExampleJobYaml("llama3-70b-32xh100");
+  if (!text) std::abort();
+  auto doc = memtune::model::ParseJobText(*text);
+  if (!doc) {
+    std::cerr << "seed job: " << doc.error().Describe() << "\n";
+    std::abort();
+  }
+  return doc->job;
+}
+
+// Plan + events of rank 0 (the busiest) straight into a native-mode simulator, 80 GB H100.
+void BM_SynthSimulateSeedCase(benchmark::State& state) {
+  const memtune::model::Job job = SeedJob();
+  auto config = memtune::alloc::ParseAllocatorConfig("");
+  for (auto _ : state) {
+    auto synth = memtune::synth::TraceSynthesizer::Create(job);
+    const auto run = memtune::synth::SimulateRank(*synth, 0, *config, 85520809984, 536870912);
+    benchmark::DoNotOptimize(run.peak_reserved_bytes);
+  }
+}
+BENCHMARK(BM_SynthSimulateSeedCase)->Unit(benchmark::kMillisecond);
+
+// The event generator alone (no simulator), to separate the two costs.
+void BM_SynthGenerateSeedCase(benchmark::State& state) {
+  struct Count : memtune::synth::EventSink {
+    std::int64_t n = 0;
+    bool OnEvent(const memtune::synth::SynthEvent&) override { ++n; return true; }
+  };
+  const memtune::model::Job job = SeedJob();
+  auto synth = memtune::synth::TraceSynthesizer::Create(job);
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    Count count;
+    synth->Synthesize(0, count);
+    events = count.n;
+  }
+  state.counters["events"] = static_cast<double>(events);
+}
+BENCHMARK(BM_SynthGenerateSeedCase)->Unit(benchmark::kMillisecond);
+
+}  // namespace

@@ -1,0 +1,90 @@
+// Validation against measured runs: the validation cases of docs/job-format.md §2 (JSON
+// Lines), each predicted by the estimator and compared with its measurement.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memtune/core/result.h"
+#include "memtune/estimate/estimate.h"
+
+namespace memtune::estimate {
+
+// One measured run.
+struct ValidationCase {
+  std::string id;
+  std::string source;
+  std::string job_text;        // the case's "job" object, re-serialized as JSON
+  std::string metric;          // max_allocated | max_reserved | peak_active | device_used
+  std::string rank;            // max | rank0 | last
+  std::int64_t measured_bytes = 0;
+  std::string quality;         // high | medium | low | "" (absent)
+};
+
+// Parses JSON Lines (blank lines and lines starting with '#' are skipped).
+// Errors: kInvalidInput naming "<source_name>:<line>" and the field (id, job, measured.metric,
+// measured.bytes, measured.rank) with what is allowed.
+Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
+                                                         std::string_view source_name);
+
+// One mode's prediction of one case.
+struct Prediction {
+  Mode mode = Mode::kAccurate;
+  std::optional<std::int64_t> predicted_bytes;  // absent: unsupported or error
+  std::optional<double> error_pct;              // 100 * (predicted - measured) / measured
+  std::string status;                           // "ok" | "unsupported" | "error"
+  std::string reason;                           // why not predicted
+  int pp_rank = -1;                             // the rank whose number was used
+};
+
+struct CaseResult {
+  ValidationCase measured;
+  Prediction accurate;
+  std::vector<Prediction> compare;              // one per EstimateOptions in `compare`
+};
+
+// Error statistics of one mode over the cases it predicted.
+struct ErrorSummary {
+  Mode mode = Mode::kAccurate;
+  int cases = 0;                   // all cases
+  int predicted = 0;               // cases with a prediction
+  double median_abs_error_pct = 0;
+  double p90_abs_error_pct = 0;    // nearest-rank 90th percentile
+  double max_abs_error_pct = 0;
+  double coverage = 0;             // predicted / cases
+};
+
+struct ValidationReport {
+  std::vector<CaseResult> cases;
+  ErrorSummary summary;                 // accurate mode
+  std::vector<ErrorSummary> compare;    // per compared mode
+};
+
+struct ValidateOptions {
+  std::vector<Mode> compare;  // compatibility modes to run side by side
+  // Predict this rank ("max", "rank0", "last") instead of each case's measured.rank
+  // (for diagnosing which stage a published number came from); "" = the case's rank.
+  std::string rank_override;
+  // Predicts an allocator metric ("max_reserved" or "device_used") of the accurate mode:
+  // given the job, its estimate and the rank selector ("max", "rank0", "last"), returns the
+  // pipeline rank used and the bytes. The estimate library cannot run the allocator
+  // simulator (synth depends on it), so callers that link synth set this (memtune validate
+  // uses synth::ForecastJob). Unset: those metrics are "unsupported".
+  std::function<Result<std::pair<int, std::int64_t>>(const model::Job& job, const Estimate& estimate,
+                                                     const std::string& metric, const std::string& rank)>
+      allocator_metric;
+};
+
+// Predicts every case: parses its job (model::ParseJobText), estimates it, and reads the
+// metric for the case's rank (max: the most loaded stage; rank0: stage 0; last: the last
+// stage). max_allocated is the estimate's; max_reserved and device_used come from
+// `allocator_metric` (accurate mode only); peak_active is "unsupported". A job that does not parse or estimate is status "error" or
+// "unsupported" with the reason. Never fails as a whole.
+ValidationReport Validate(const std::vector<ValidationCase>& cases, const ValidateOptions& options);
+
+}  // namespace memtune::estimate

@@ -1,0 +1,52 @@
+// The GPU catalog: memory capacity, speeds and interconnect of common training GPUs.
+//
+// The data lives in data/gpus.yaml (compiled into the binary); every number there carries
+// its source, and docs/catalog.md lists them. memtune.gpu in a job document names an entry
+// (or an alias); memtune.gpu_memory_bytes overrides the capacity.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memtune/core/result.h"
+
+namespace memtune::model {
+
+// One GPU model.
+struct GpuSpec {
+  std::string name;                  // catalog name, e.g. "h100-sxm-80gb"
+  std::vector<std::string> aliases;  // other accepted names, e.g. "NVIDIA H100 80GB HBM3"
+  std::string description;           // e.g. "NVIDIA H100 SXM5 80GB HBM3"
+  // What torch.cuda.get_device_properties().total_memory reports (driver-dependent);
+  // total_memory_basis says how the value was obtained: "exact" (a tool printed the bytes),
+  // "torch_mib" (PyTorch printed whole MiB) or "nvml_mib" (nvidia-smi memory.total).
+  std::int64_t total_memory_bytes = 0;
+  std::string total_memory_basis;
+  // Typical device memory a training process holds outside PyTorch's caching allocator
+  // (CUDA context, lazily loaded kernels, cuBLAS/NCCL baseline).
+  std::int64_t cuda_context_bytes = 0;
+  double bf16_dense_tflops = 0;            // Tensor Core peak, no sparsity
+  std::optional<double> fp8_dense_tflops;  // absent: no FP8 Tensor Cores
+  double hbm_bandwidth_gbps = 0;           // device memory bandwidth, GB/s (1e9 B/s)
+  double interconnect_bandwidth_gbps = 0;  // NVLink / xGMI per GPU, GB/s; 0 = PCIe only
+  int gpus_per_node = 8;                   // GPUs per server / NVLink unit
+  // Citation per number: keys "total_memory_bytes", "cuda_context_bytes", "compute",
+  // "hbm_bandwidth_gbps", "interconnect_bandwidth_gbps", "gpus_per_node".
+  std::map<std::string, std::string> sources;
+};
+
+// Every catalog entry, in catalog order. Thread-safe; parsed once.
+const std::vector<GpuSpec>& AllGpus();
+
+// The entry whose name or alias matches `name` ignoring case, spaces, '_' and '-'
+// ("H100", "h100_sxm_80gb" and "NVIDIA H100 80GB HBM3" all find h100-sxm-80gb).
+// Errors: kNotFound (field "memtune.gpu") naming the value, with a did-you-mean hint and
+// the list of catalog names.
+// Example: FindGpu("h100")->total_memory_bytes == 85520809984
+Result<GpuSpec> FindGpu(std::string_view name);
+
+}  // namespace memtune::model

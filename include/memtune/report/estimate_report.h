@@ -1,0 +1,49 @@
+// Renderers of the estimator's and the validator's reports: text for people, JSON for
+// tools (schemas memtune.estimate/1 and memtune.validate/1, docs/estimator.md).
+// Pure functions of plain structs; they never print.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memtune/estimate/estimate.h"
+#include "memtune/estimate/validate.h"
+#include "memtune/synth/forecast.h"
+
+namespace memtune::report {
+
+// What the estimate report says besides the estimate itself.
+struct EstimateReportContext {
+  std::string job_name;                    // as the user named the job file
+  std::string gpu_name;                    // catalog name, or "" when unknown
+  std::vector<std::string> defaults_used;  // model::JobDocument::defaults_used
+  // The allocator forecast (trace synthesis + simulator; accurate mode only). When set the
+  // reports add the reserved memory and the OOM verdict (docs/synth.md).
+  std::optional<synth::Forecast> forecast;
+  std::string forecast_note;               // why there is no forecast, when there is none
+};
+
+// Per-stage component table (rows: components, columns: pipeline ranks; decimal GB),
+// the most loaded rank, fits-or-not against the GPU capacity less the CUDA context,
+// defaults assumed, assumptions and (compatibility modes) what upstream prints.
+std::string RenderEstimateText(const estimate::Estimate& estimate, const EstimateReportContext& context);
+
+// JSON "memtune.estimate/1": mode, ranks[] {pp_rank, layers, in_flight_microbatches,
+// peak_phase, allocated_bytes, model_state_bytes, activation_bytes, transient_bytes,
+// components {name: bytes}, component_details[]}, peak {pp_rank, allocated_bytes}, gpu
+// {name, capacity_bytes, non_pytorch_bytes, usable_bytes, fits, headroom_bytes},
+// defaults_used[], assumptions[], upstream_lines[]. Two-space indented, newline-terminated.
+std::string RenderEstimateJson(const estimate::Estimate& estimate, const EstimateReportContext& context);
+
+// Case table (id, metric, rank, measured, predicted, error % and the compared modes side
+// by side), the reasons of unpredicted cases, and the error summary per mode.
+std::string RenderValidateText(const estimate::ValidationReport& report);
+
+// JSON "memtune.validate/1": cases[] {id, metric, rank, measured_bytes, predicted_bytes
+// (null when not predicted), error_pct (null), status, reason, pp_rank, compare {mode:
+// {...}}}, summary {cases, predicted, coverage, median_abs_error_pct, p90_abs_error_pct,
+// max_abs_error_pct}, compare_summary {mode: {...}}.
+std::string RenderValidateJson(const estimate::ValidationReport& report);
+
+}  // namespace memtune::report

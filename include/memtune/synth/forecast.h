@@ -1,0 +1,77 @@
+// Forecast: replay each pipeline rank's synthesized trace through the caching-allocator
+// simulator, under the job's own PYTORCH_CUDA_ALLOC_CONF and under the other segment mode
+// (native <-> expandable), to predict peak reserved memory and whether the job runs out of
+// memory, before anyone launches it. The verdict is the simulated allocator's, never a
+// fragmentation percentage. docs/synth.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memtune/alloc/config.h"
+#include "memtune/core/result.h"
+#include "memtune/model/job.h"
+#include "memtune/synth/synthesize.h"
+
+namespace memtune::synth {
+
+// One allocator configuration's replay of one rank's trace.
+struct AllocatorRun {
+  std::string alloc_conf;             // the PYTORCH_CUDA_ALLOC_CONF simulated ("" = defaults)
+  bool expandable_segments = false;
+  std::int64_t peak_allocated_bytes = 0;   // up to the OOM when oom
+  std::int64_t peak_reserved_bytes = 0;
+  std::int64_t unallocated_at_peak_bytes = 0;  // reserved - allocated when reserved peaked
+  std::string peak_event;             // label of the allocation that set the reserved peak
+  bool oom = false;
+  std::string oom_event;              // label and size of the allocation that failed
+  std::string oom_message;            // the text PyTorch would raise
+};
+
+struct StageForecast {
+  int pp_rank = 0;
+  std::int64_t peak_allocated_bytes = 0;  // the trace's peak (no capacity limit)
+  std::string peak_allocated_event;
+  std::int64_t persistent_bytes = 0;      // live after the last iteration (model state)
+  std::int64_t events = 0;
+  AllocatorRun own;                       // the job's allocator config
+  AllocatorRun other;                     // the other segment mode
+};
+
+struct Forecast {
+  std::vector<StageForecast> stages;      // one per pipeline rank
+  int peak_pp_rank = 0;                   // the stage with the highest trace peak allocated
+  int iterations = 2;
+  std::int64_t capacity_bytes = 0;        // GPU total (0 = unknown: no verdict)
+  std::int64_t non_pytorch_bytes = 0;     // CUDA context and other non-PyTorch memory
+  alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
+  bool own_oom = false;                   // some stage OOMs under the job's config
+  bool other_oom = false;                 // some stage OOMs under the other mode
+};
+
+struct ForecastOptions {
+  SynthOptions synth;
+  std::int64_t capacity_bytes = 0;        // 0: unknown GPU, simulate without a limit
+  std::int64_t non_pytorch_bytes = 0;
+  alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
+  std::optional<std::string> alloc_conf;  // default: memtune.env.PYTORCH_ALLOC_CONF, else
+                                          // memtune.env.PYTORCH_CUDA_ALLOC_CONF, else ""
+};
+
+// The allocator config string the job runs with (see ForecastOptions::alloc_conf), and the
+// field it came from ("memtune.env.PYTORCH_CUDA_ALLOC_CONF"; "" when unset).
+std::pair<std::string, std::string> JobAllocConf(const model::Job& job);
+
+// Replays rank `pp_rank` under `config`. capacity 0 = no limit.
+AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
+                          std::int64_t capacity_bytes, std::int64_t non_pytorch_bytes);
+
+// Synthesizes and replays every rank under both modes.
+// Errors: those of TraceSynthesizer::Create; kInvalidConfig naming
+// memtune.env.PYTORCH_CUDA_ALLOC_CONF when the config does not parse (PyTorch's message).
+// Example: ForecastJob(job, {.capacity_bytes = 80 * kGiB})->own_oom.
+Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& options);
+
+}  // namespace memtune::synth

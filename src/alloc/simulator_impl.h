@@ -1,0 +1,125 @@
+// Simulator::Impl: the allocator state and the steps of PyTorch's DeviceCachingAllocator.
+// Split across simulator.cc (malloc/free path), simulator_release.cc (GC, releases,
+// events), simulator_expandable.cc (expandable segments) and simulator_inspect.cc
+// (snapshot view, invariants, OOM report).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "alloc/address_space.h"
+#include "memtune/alloc/block.h"
+#include "memtune/alloc/policy.h"
+#include "memtune/alloc/simulator.h"
+#include "memtune/alloc/stats.h"
+
+namespace memtune::alloc {
+
+// PyTorch BlockPool: free mapped blocks (stream, size, ptr) and unmapped ranges (stream, ptr).
+struct PoolState {
+  FreeBlockSet blocks;
+  FreeBlockSet unmapped;
+  std::int64_t get_free_blocks_call_count = 0;
+};
+
+// PyTorch ExpandableSegment: a reserved virtual range mapped page by page.
+struct ExpandableSegment {
+  std::uint64_t base = 0;
+  std::int64_t va_bytes = 0;
+  std::int64_t page_bytes = 0;
+  StreamId stream = 0;
+  PoolKind pool = PoolKind::kLarge;
+  bool live = false;
+};
+
+// PyTorch AllocParams.
+struct AllocParams {
+  std::int64_t size = 0;        // rounded request
+  std::int64_t alloc_size = 0;  // get_allocation_size(size)
+  StreamId stream = 0;
+  PoolKind pool = PoolKind::kLarge;
+  BlockId block = kNoBlock;
+};
+
+// Handle table entry values besides a BlockId.
+inline constexpr BlockId kNullAllocation = -2;  // a live zero-byte allocation (nullptr)
+
+class Simulator::Impl {
+ public:
+  explicit Impl(SimulatorOptions options);
+
+  // --- front ends (simulator.cc) ---
+  AllocResult Alloc(HandleId handle, std::int64_t size_bytes, StreamId stream);
+  FreeStatus Free(HandleId handle);
+  FreeStatus FreeCompleted(HandleId handle);
+  FreeStatus RecordStream(HandleId handle, StreamId stream);
+  void SetMemoryFraction(double fraction);
+
+  // --- allocation path (simulator.cc) ---
+  bool Malloc(std::int64_t orig, StreamId stream, AllocParams& p);
+  bool GetFreeBlock(AllocParams& p);
+  bool AllocBlock(AllocParams& p, bool is_retry);
+  BlockId AllocFoundBlock(const AllocParams& p, std::int64_t orig, bool split);
+  void FreeBlock(BlockId id);
+  std::int64_t TryMerge(BlockId dst, BlockId src);
+  void InsertFree(BlockId id);  // insert_into_blocks(): also resets gc_count_base
+  void EraseFree(BlockId id);
+
+  // --- releases and events (simulator_release.cc) ---
+  void ProcessEvents();
+  void SynchronizeAndFreeEvents();
+  void CompletePending(BlockId id);
+  bool ReleaseAvailableCachedBlocks(const AllocParams& p);
+  bool ReleaseCachedBlocks();
+  void ReleaseBlocks(PoolKind pool);
+  void ReleaseBlock(BlockId id);
+  void GarbageCollectCachedBlocks();
+
+  // --- expandable segments (simulator_expandable.cc) ---
+  BlockId FindExpandableBlock(StreamId stream, PoolKind pool, std::int64_t size);
+  BlockId TryAllocateExpandableBlock(const AllocParams& p);
+  bool MapBlock(BlockId id, std::int64_t size);
+  void UnmapBlock(BlockId id);
+  void ReleaseExpandableSegment(BlockId id);
+
+  // --- inspection (simulator_inspect.cc) ---
+  void RecordOom(const AllocParams& p, std::int64_t orig);
+  std::vector<SegmentInfo> Segments() const;
+  Status CheckInvariants() const;
+  Status CheckBlocks() const;
+  Status CheckCounters() const;
+
+  // --- helpers ---
+  bool FractionSet() const { return allowed_memory_maximum_.has_value(); }
+  bool GcEnabled() const { return FractionSet() && cfg().garbage_collection_threshold > 0.0; }
+  const AllocatorConfig& cfg() const { return options_.config; }
+  bool Oversize(std::int64_t bytes) const { return bytes >= cfg().max_split_size_bytes; }
+  PoolState& pool(PoolKind k) { return pools_[static_cast<std::size_t>(k)]; }
+  const PoolState& pool(PoolKind k) const { return pools_[static_cast<std::size_t>(k)]; }
+  std::optional<std::uint64_t> NewAddress(const SegmentRequest& request);
+  void ReleaseAddress(std::uint64_t address, std::int64_t bytes) { address_space_.Release(address, bytes); }
+  void Emit(AllocatorEventKind kind, std::uint64_t address, std::int64_t size, StreamId stream, PoolKind pool) {
+    if (observer_) observer_(AllocatorEvent{kind, address, size, stream, pool});
+  }
+  BlockId& HandleSlot(HandleId handle);
+
+  SimulatorOptions options_;
+  VersionRules rules_;
+  StatsLedger ledger_;
+  BlockArena arena_;
+  std::array<PoolState, 2> pools_;
+  std::vector<BlockId> handles_;
+  std::vector<ExpandableSegment> segments_;
+  std::vector<std::int32_t> free_segment_ids_;
+  std::vector<BlockId> pending_;  // freed blocks waiting for record_stream events, FIFO
+  internal::AddressSpace address_space_;
+  std::int64_t total_allocated_memory_ = 0;  // bytes from CUDA (cudaMalloc'd + mapped)
+  std::optional<std::int64_t> allowed_memory_maximum_;
+  std::optional<OomReport> last_oom_;
+  AllocatorObserver observer_;
+  AddressOracle oracle_;
+};
+
+}  // namespace memtune::alloc

@@ -1,0 +1,113 @@
+// The accurate estimate: every pipeline rank's model state, activations at its schedule
+// peak and the transient live then; the peak is the max over ranks of the per-rank sum.
+#include "accurate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "activations.h"
+#include "memtune/estimate/schedule.h"
+#include "memtune/model/gpu_catalog.h"
+#include "model_state.h"
+#include "rank_components.h"
+
+namespace memtune::estimate::internal {
+namespace {
+
+Status CheckSupported(const model::Job& job) {
+  const auto& m = job.model;
+  if (job.memtune.framework == model::Framework::kFsdp2) {
+    return Unsupported("memtune.framework",
+                       "fsdp2 jobs are not modelled by the accurate estimator yet (torchtitan "
+                       "FSDP2 sharding and its max_reserved metric need the allocator simulator)");
+  }
+  if (m.num_layers <= 0 || m.hidden_size <= 0 || m.num_attention_heads <= 0 || m.seq_length <= 0) {
+    return InvalidConfig("model", "num_layers, hidden_size, num_attention_heads and seq_length "
+                                  "must be positive");
+  }
+  if (m.tensor_model_parallel_size <= 0 || m.pipeline_model_parallel_size <= 0 ||
+      m.context_parallel_size <= 0 || m.expert_model_parallel_size <= 0) {
+    return InvalidConfig("model", "parallel sizes must be positive");
+  }
+  if (m.cuda_graph_impl == "full_iteration") {
+    return Unsupported("model.cuda_graph_impl",
+                       "full_iteration CUDA graphs keep a private pool per graph; not modelled");
+  }
+  return OkStatus();
+}
+
+// TE is_non_tn_fp8_gemm_supported(): compute capability >= 10 (Blackwell). memtune
+// decides by the catalog name; unknown GPUs are treated as Hopper (transposes kept).
+bool NeedsFp8Transpose(const std::string& gpu_name) {
+  std::string n;
+  for (char ch : gpu_name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* blackwell : {"b100", "b200", "b300", "gb200", "gb300", "rtx-pro-6000"}) {
+    if (n.find(blackwell) != std::string::npos) return false;
+  }
+  return true;
+}
+
+struct GpuFacts {
+  std::int64_t capacity_bytes = 0, context_bytes = 0;
+  bool fp8_transpose = true;
+};
+
+Result<GpuFacts> LookUpGpu(const model::Job& job) {
+  GpuFacts facts;
+  if (!job.memtune.gpu.empty()) {
+    MEMTUNE_TRY(auto spec, model::FindGpu(job.memtune.gpu));
+    facts.capacity_bytes = spec.total_memory_bytes;
+    facts.context_bytes = spec.cuda_context_bytes;
+    facts.fp8_transpose = NeedsFp8Transpose(spec.name);
+  }
+  if (job.memtune.gpu_memory_bytes) facts.capacity_bytes = *job.memtune.gpu_memory_bytes;
+  return facts;
+}
+
+void AddAssumptions(const model::Job& job, Estimate& e) {
+  const auto& m = job.model;
+  e.assumptions = {
+      "Transformer Engine layer spec (fused norm + linear, fused/flash attention, fused RoPE)",
+      "pipeline outputs deallocated after send (deallocate_pipeline_outputs, as Megatron-LM "
+      "and Bridge set it)",
+      "gradient_accumulation_fusion: weight gradients accumulate into the grad buffer",
+      "peak of max_allocated: allocator fragmentation and reserved memory are not included",
+  };
+  if (m.num_moe_experts.value_or(0) > 0) e.assumptions.push_back("MoE routing balanced over experts");
+  if (m.cuda_graph_impl == "transformer_engine" || m.cuda_graph_impl == "local") {
+    e.assumptions.push_back("CUDA graphs: the eager warm-up iterations set the allocated peak; "
+                            "graph pools add reserved, not allocated, memory");
+  }
+}
+
+}  // namespace
+
+bool KeepsFp8Transpose(const model::Job& job) {
+  auto gpu = LookUpGpu(job);
+  return gpu ? gpu->fp8_transpose : true;
+}
+
+Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& options) {
+  MEMTUNE_RETURN_IF_ERROR(CheckSupported(job));
+  MEMTUNE_TRY(auto stages, BuildPipelineLayout(job.model));
+  MEMTUNE_TRY(auto gpu, LookUpGpu(job));
+  const JobFacts facts = MakeJobFacts(job, options);
+  Estimate e;
+  e.mode = Mode::kAccurate;
+  e.gpu_capacity_bytes = gpu.capacity_bytes;
+  e.non_pytorch_bytes = gpu.context_bytes;
+  e.ranks.reserve(stages.size());
+  for (const auto& stage : stages) {
+    RankEstimate rank = EstimateRank(job, facts, stage, gpu.fp8_transpose);
+    if (rank.allocated_bytes > e.peak_allocated_bytes || e.ranks.empty()) {
+      e.peak_allocated_bytes = rank.allocated_bytes;
+      e.peak_pp_rank = rank.pp_rank;
+    }
+    e.ranks.push_back(std::move(rank));
+  }
+  AddAssumptions(job, e);
+  return e;
+}
+
+}  // namespace memtune::estimate::internal

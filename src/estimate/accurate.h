@@ -1,0 +1,19 @@
+// memtune's accurate per-rank estimate (private; the public entry is EstimateMemory).
+#pragma once
+
+#include "memtune/estimate/estimate.h"
+
+namespace memtune::estimate::internal {
+
+// Per-rank model state + activations held at the rank's schedule peak + the transient
+// live then, or the optimizer-step peak when that is higher. See docs/estimator.md.
+// Errors: kUnsupported for framework fsdp2 (its metric needs the allocator simulator);
+// kInvalidConfig for an inconsistent pipeline layout; kNotFound for an unknown GPU.
+Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& options);
+
+// Whether Transformer Engine keeps fp8 transposed weights on the job's GPU (pre-Blackwell
+// or unknown GPU), as EstimateAccurate decides it. Accessor added for the trace
+// synthesizer (src/synth/), which must size the model state the same way.
+bool KeepsFp8Transpose(const model::Job& job);
+
+}  // namespace memtune::estimate::internal

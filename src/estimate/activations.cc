@@ -1,0 +1,243 @@
+// Per-layer saved activations (docs/estimator.md "Activations"). Every tensor cites the
+// Megatron-LM (d98e8a6) / TransformerEngine (d0067d0) code that keeps it.
+#include "activations.h"
+
+#include <algorithm>
+
+#include "layer_tensors.h"
+#include "memtune/model/parameters.h"
+
+namespace memtune::estimate::internal {
+namespace {
+
+struct TensorInfo {
+  const char* name;
+  const char* explanation;
+};
+
+constexpr TensorInfo kTensorInfo[kNumActTensors] = {
+    {"act.ln1_input", "layer input saved for the input-norm backward (TE LayerNormLinear inputmat)"},
+    {"act.ln1_output", "input-norm output saved for the linear_qkv wgrad (fp8 local shard under SP)"},
+    {"act.attn_qkv", "q and k after fused RoPE, plus the linear_qkv output the v view keeps alive"},
+    {"act.attn_out", "attention output saved as the linear_proj GEMM input"},
+    {"act.attn_softmax_stats", "fused-attention softmax statistics (fp32, per head and token)"},
+    {"act.attn_mla_latent", "MLA q/kv down-projection outputs saved by the up-projections"},
+    {"act.attn_mla_up", "MLA up-projection outputs (dropped by mla_up_proj recompute)"},
+    {"act.attn_dropout_mask", "hidden-dropout mask after attention (1 B per element)"},
+    {"act.ln2_input", "pre-MLP residual saved for the pre-MLP norm backward"},
+    {"act.ln2_output", "pre-MLP norm output (linear_fc1 wgrad input, router/expert input)"},
+    {"act.mlp_fc1_out", "linear_fc1 output saved by the fused bias-activation (SwiGLU/GeLU)"},
+    {"act.mlp_fc2_in", "activation output saved as the linear_fc2 GEMM input"},
+    {"act.mlp_dropout_mask", "hidden-dropout mask after the MLP (1 B per element)"},
+    {"act.moe_router", "router logits and probabilities (fp32)"},
+    {"act.moe_dispatch", "permuted tokens saved as the expert linear_fc1 input (top-k copies)"},
+    {"act.moe_fc1_out", "expert linear_fc1 output saved by the expert activation"},
+    {"act.moe_fc2_in", "expert activation output saved as the expert linear_fc2 input"},
+    {"act.moe_combine", "expert outputs kept for the probability-weighted un-permute"},
+    {"act.shared_fc1_out", "shared-expert linear_fc1 output"},
+    {"act.shared_fc2_in", "shared-expert linear_fc2 input"},
+    {"act.lora_input", "LoRA-A inputs (SP-gathered norm output unless re-gather applies)"},
+    {"act.lora_hidden", "LoRA-A outputs (rank-dim activations) saved by LoRA-B"},
+    {"act.checkpoint_input", "full recompute: inputs of the checkpointed layers"},
+};
+
+bool Has(const model::ModelConfig& m, const char* module) {
+  return std::find(m.recompute_modules.begin(), m.recompute_modules.end(), module) !=
+         m.recompute_modules.end();
+}
+
+bool Targets(const model::PeftConfig& p, const char* module) {
+  return std::find(p.target_modules.begin(), p.target_modules.end(), module) !=
+         p.target_modules.end();
+}
+
+// Bridge peft/utils.py _sequence_parallel_input_regather_eligibility (megatron.md §6).
+bool RegatherEligible(const model::Job& job) {
+  const auto& m = job.model;
+  if (!job.peft || !job.peft->sequence_parallel_input_regather) return false;
+  if (!m.sequence_parallel || m.tensor_model_parallel_size <= 1) return false;
+  if (m.cpu_offloading && m.cpu_offloading_activations) return false;
+  if (m.cuda_graph_impl != "none") return false;
+  if (m.recompute_granularity == model::RecomputeGranularity::kFull) return false;
+  return true;
+}
+
+void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
+  const std::int64_t act = c.act_bytes, gemm_in = fp8_layer ? 1 : c.act_bytes;
+  const std::int64_t hid = c.h / c.hid_div;
+  a[kLn1Input] = act * hid;
+  // TE layernorm_linear.py forward: ln_out is saved for the wgrad only if the weight
+  // requires grad (a frozen PEFT base keeps none); fp8 keeps the rowwise local shard.
+  a[kLn1Output] = c.frozen_base ? 0 : gemm_in * hid;
+  const std::int64_t q = c.q_width / c.tp;
+  if (c.mla) {
+    // MCore multi_latent_attention.py: q, k (nope+rope) and v per local head.
+    a[kAttnQkv] = act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
+    a[kAttnMlaLatent] = act * (c.mla_q_rank + c.mla_kv_rank);
+    a[kAttnMlaUp] = c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
+  } else {
+    // attention.py: q is a reshape copy rotated by fused RoPE (new tensor), k is rotated
+    // (new tensor), v is a view of mixed_qkv, so the saved v keeps the whole qkv output.
+    a[kAttnQkv] = act * (q + c.kv_width_per_rank + (q + 2 * c.kv_width_per_rank));
+  }
+  const std::int64_t out_width = c.mla ? c.heads_per_rank * c.mla_v_width : q;
+  // attention.py set_save_original_input(linear_proj) for non-delayed fp8 (TE >= 2.6):
+  // linear_proj keeps the bf16 attention output; delayed scaling keeps an fp8 copy, and
+  // without core_attn recompute the fused attention keeps its bf16 output too.
+  std::int64_t out = act * out_width;
+  if (fp8_layer && c.fp8_delayed) out = c.recompute_core_attn ? out_width : out + out_width;
+  if (c.frozen_base && c.recompute_core_attn) out = 0;
+  a[kAttnOut] = out;
+  a[kAttnSoftmaxStats] = c.recompute_core_attn ? 0 : 4 * c.heads_per_rank;
+  a[kAttnDropoutMask] = c.hidden_dropout > 0 ? hid : 0;
+}
+
+void FillDenseMlp(const ActContext& c, bool fp8_layer, ActBytes& a) {
+  const std::int64_t act = c.act_bytes, gemm_in = fp8_layer ? 1 : c.act_bytes;
+  const std::int64_t hid = c.h / c.hid_div, f = c.ffn / c.tp;
+  a[kLn2Input] = act * hid;
+  if (!c.recompute_mlp) {  // transformer_layer.py: "mlp" checkpoints the MLP, keeping its input
+    a[kLn2Output] = c.frozen_base ? 0 : gemm_in * hid;
+    a[kMlpFc1Out] = act * c.glu_factor * f;  // fused_bias_swiglu.py SwiGLUFunction saves input
+    // TE linear.py: the fc2 input is kept column-wise (fp8) for the wgrad.
+    a[kMlpFc2In] = c.frozen_base ? 0 : gemm_in * f;
+  }
+  a[kMlpDropoutMask] = c.hidden_dropout > 0 ? hid : 0;
+}
+
+void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
+  const std::int64_t act = c.act_bytes, gemm_in = fp8_layer ? 1 : c.act_bytes;
+  const std::int64_t hid = c.h / c.hid_div;
+  a[kLn2Input] = act * hid;
+  a[kMlpDropoutMask] = c.hidden_dropout > 0 ? hid : 0;
+  // pre_mlp_layernorm is a separate TENorm on MoE layers; "moe" checkpoints the MoE layer
+  // keeping this output as its input; "layernorm" discards it (transformer_layer.py).
+  a[kLn2Output] = (c.recompute_layernorm && !c.recompute_moe) ? 0 : act * hid;
+  if (c.recompute_moe) return;
+  // Balanced routing: every rank computes top-k copies of its local tokens (times ETP,
+  // whose ranks share the tokens), on f_e / ETP columns.
+  const std::int64_t copies_per_token = c.topk * c.etp;  // per local (SP) token
+  a[kMoeRouter] = 2 * 4 * c.experts / c.hid_div;  // router.py: fp32 logits + probs
+  a[kMoeDispatch] = c.frozen_base ? 0 : gemm_in * c.h * copies_per_token / c.hid_div;
+  const std::int64_t fe = c.moe_ffn / c.etp;
+  a[kMoeFc1Out] = act * c.glu_factor * fe * copies_per_token / c.hid_div;
+  a[kMoeFc2In] = (c.recompute_moe_act || c.frozen_base) ? 0 : gemm_in * fe * copies_per_token / c.hid_div;
+  a[kMoeCombine] = act * c.h * copies_per_token / c.hid_div;  // moe_utils.py unpermute(probs)
+  if (c.shared_ffn > 0 && !c.recompute_shared) {
+    const std::int64_t fs = c.shared_ffn / c.tp;
+    a[kSharedFc1Out] = act * c.glu_factor * fs;
+    a[kSharedFc2In] = c.frozen_base ? 0 : gemm_in * fs;
+  }
+}
+
+void FillLora(const ActContext& c, bool moe_layer, ActBytes& a) {
+  if (c.lora_dim <= 0) return;
+  const std::int64_t act = c.act_bytes;
+  int targets = 0;
+  std::int64_t input = 0;
+  // peft/utils.py get_adapter_attributes_from_linear: column-parallel adapters consume
+  // the SP-gathered norm output (kept whole unless re-gather keeps the local shard).
+  const std::int64_t gathered = c.hid_div > 1 && !c.lora_regather ? c.h : c.h / c.hid_div;
+  if (c.lora_qkv) { input += act * gathered; ++targets; }
+  if (c.lora_fc1 && !moe_layer && !c.recompute_mlp) { input += act * gathered; ++targets; }
+  if (c.lora_proj) { ++targets; if (c.recompute_core_attn) input += act * c.q_width / c.tp; }
+  if (c.lora_fc2 && !moe_layer && !c.recompute_mlp) { input += act * c.ffn / c.tp; ++targets; }
+  a[kLoraInput] = input;
+  a[kLoraHidden] = act * c.lora_dim * targets;
+}
+
+}  // namespace
+
+const char* ActTensorName(ActTensor tensor) { return kTensorInfo[tensor].name; }
+const char* ActTensorExplanation(ActTensor tensor) { return kTensorInfo[tensor].explanation; }
+
+ActContext MakeActContext(const model::Job& job) {
+  const auto& m = job.model;
+  ActContext c;
+  const int cp = std::max(1, m.context_parallel_size);
+  c.tokens = m.seq_length * job.train.micro_batch_size / cp;
+  c.tp = std::max(1, m.tensor_model_parallel_size);
+  c.hid_div = m.sequence_parallel ? c.tp : 1;
+  c.etp = model::ExpertTensorParallelSize(job);
+  c.h = m.hidden_size;
+  const std::int64_t d = model::EffectiveKvChannels(m), g = model::EffectiveQueryGroups(m);
+  c.q_width = m.num_attention_heads * d;
+  c.kv_width_per_rank = (g >= c.tp ? g / c.tp : 1) * d;  // groups < TP are replicated
+  c.heads_per_rank = m.num_attention_heads / c.tp;
+  c.ffn = model::EffectiveFfnHiddenSize(m);
+  c.moe_ffn = model::EffectiveMoeFfnHiddenSize(m);
+  c.shared_ffn = m.moe_shared_expert_intermediate_size.value_or(0);
+  c.topk = m.moe_router_topk;
+  c.experts = m.num_moe_experts.value_or(0);
+  c.glu_factor = m.gated_linear_unit ? 2 : 1;
+  c.act_bytes = (m.bf16 || m.fp16) ? 2 : 4;
+  c.mla = m.multi_latent_attention;
+  c.mla_q_rank = m.q_lora_rank.value_or(0);
+  c.mla_kv_rank = m.kv_lora_rank + m.qk_pos_emb_head_dim;
+  c.mla_qk_width = m.qk_head_dim + m.qk_pos_emb_head_dim;
+  c.mla_v_width = m.v_head_dim;
+  c.hidden_dropout = m.hidden_dropout;
+  c.fp8 = !m.fp8.empty();
+  c.fp8_delayed = m.fp8_recipe == "delayed";
+  const bool selective = m.recompute_granularity == model::RecomputeGranularity::kSelective;
+  c.recompute_core_attn = selective && Has(m, "core_attn");
+  c.recompute_mlp = selective && Has(m, "mlp");
+  c.recompute_moe = selective && Has(m, "moe");
+  c.recompute_moe_act = selective && Has(m, "moe_act");
+  c.recompute_layernorm = selective && Has(m, "layernorm");
+  c.recompute_mla_up = selective && Has(m, "mla_up_proj");
+  c.recompute_shared = selective && Has(m, "shared_experts");
+  if (job.peft) {
+    c.frozen_base = true;
+    c.lora_dim = job.peft->dim;
+    c.lora_qkv = Targets(*job.peft, "linear_qkv");
+    c.lora_proj = Targets(*job.peft, "linear_proj");
+    c.lora_fc1 = Targets(*job.peft, "linear_fc1");
+    c.lora_fc2 = Targets(*job.peft, "linear_fc2");
+    c.lora_regather = RegatherEligible(job);
+  }
+  return c;
+}
+
+ActBytes LayerActivations(const ActContext& c, bool moe_layer, bool fp8_layer) {
+  ActBytes a{};
+  fp8_layer = fp8_layer && c.fp8;
+  FillAttention(c, fp8_layer, a);
+  if (moe_layer) {
+    FillMoe(c, fp8_layer, a);
+  } else {
+    FillDenseMlp(c, fp8_layer, a);
+  }
+  FillLora(c, moe_layer, a);
+  for (auto& bytes : a) bytes *= c.tokens;
+  return a;
+}
+
+std::int64_t LayerBackwardWorkspace(const ActContext& c, bool moe_layer, bool fp8_layer) {
+  // The MLP backward's working set, tensor by tensor, lives in layer_tensors.cc (shared
+  // with the trace synthesizer, src/synth/); it is all live at the MLP backward's peak.
+  const std::int64_t working = SumBytes(LayerBackwardTransients(c, moe_layer, fp8_layer));
+  // Selective-recompute replay of this layer's checkpointed parts.
+  ActContext plain = c;
+  plain.recompute_core_attn = plain.recompute_mlp = plain.recompute_moe = false;
+  plain.recompute_moe_act = plain.recompute_layernorm = plain.recompute_mla_up = false;
+  plain.recompute_shared = false;
+  const ActBytes kept = LayerActivations(c, moe_layer, fp8_layer);
+  const ActBytes full = LayerActivations(plain, moe_layer, fp8_layer);
+  const std::int64_t replay = std::max<std::int64_t>(0, SumBytes(full) - SumBytes(kept));
+  return working + replay;
+}
+
+std::int64_t CheckpointInputBytes(const ActContext& c, bool distribute_saved) {
+  std::int64_t per_token = c.act_bytes * c.h / c.hid_div;
+  if (distribute_saved) per_token /= c.tp;
+  return per_token * c.tokens;
+}
+
+std::int64_t SumBytes(const ActBytes& bytes) {
+  std::int64_t sum = 0;
+  for (auto b : bytes) sum += b;
+  return sum;
+}
+
+}  // namespace memtune::estimate::internal

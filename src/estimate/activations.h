@@ -1,0 +1,90 @@
+// Activations one transformer layer keeps for backward, tensor by tensor, per micro-batch
+// and per rank (private to the estimator; docs/estimator.md explains every tensor).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "memtune/model/job.h"
+
+namespace memtune::estimate::internal {
+
+// The saved tensors memtune names. Bytes are per micro-batch on one rank.
+enum ActTensor : int {
+  kLn1Input,         // layer input (residual), saved for the input-norm backward
+  kLn1Output,        // input-norm output = linear_qkv GEMM input, saved for its wgrad
+  kAttnQkv,          // q, k after RoPE + the linear_qkv output kept alive by the v view
+  kAttnOut,          // attention output = linear_proj GEMM input
+  kAttnSoftmaxStats, // fused-attention softmax statistics (fp32)
+  kAttnMlaLatent,    // MLA down-projection outputs (q/kv latents), saved by the up-projections
+  kAttnMlaUp,        // MLA up-projection outputs (discarded by mla_up_proj recompute)
+  kAttnDropoutMask,  // hidden-dropout mask after attention (bool)
+  kLn2Input,         // pre-MLP residual, saved for the pre-MLP norm backward
+  kLn2Output,        // pre-MLP norm output = linear_fc1 / router input
+  kMlpFc1Out,        // linear_fc1 output = activation-function input
+  kMlpFc2In,         // activation output = linear_fc2 GEMM input
+  kMlpDropoutMask,   // hidden-dropout mask after the MLP / MoE (bool)
+  kMoeRouter,        // router logits and probabilities (fp32)
+  kMoeDispatch,      // permuted tokens = expert linear_fc1 GEMM input
+  kMoeFc1Out,        // expert linear_fc1 output = activation input
+  kMoeFc2In,         // expert activation output = expert linear_fc2 GEMM input
+  kMoeCombine,       // expert outputs kept for the weighted un-permute
+  kSharedFc1Out,     // shared-expert linear_fc1 output
+  kSharedFc2In,      // shared-expert linear_fc2 input
+  kLoraInput,        // LoRA-A inputs the frozen base does not keep (gathered SP input)
+  kLoraHidden,       // LoRA-A outputs (rank-`dim` activations)
+  kCheckpointInput,  // full recompute: the checkpointed unit's input
+  kNumActTensors,
+};
+
+// Stable component name of a tensor ("act.ln1_input"), static storage.
+const char* ActTensorName(ActTensor tensor);
+// One-line explanation of a tensor, static storage.
+const char* ActTensorExplanation(ActTensor tensor);
+
+using ActBytes = std::array<std::int64_t, kNumActTensors>;
+
+// Everything the per-layer formulas need, resolved once per job.
+struct ActContext {
+  std::int64_t tokens = 0;      // s * b / CP: tokens of one micro-batch on one CP rank
+  int tp = 1;                   // TP
+  int hid_div = 1;              // TP with sequence parallelism, else 1
+  int etp = 1;                  // expert TP
+  std::int64_t h = 0, q_width = 0, kv_width_per_rank = 0, heads_per_rank = 0;
+  std::int64_t ffn = 0, moe_ffn = 0, shared_ffn = 0, topk = 1, experts = 0;
+  int glu_factor = 1;           // 2 for gated MLPs (fc1 has two halves)
+  int act_bytes = 2;            // activation dtype (bf16/fp16 2, fp32 4)
+  bool mla = false;
+  std::int64_t mla_q_rank = 0, mla_kv_rank = 0, mla_qk_width = 0, mla_v_width = 0;
+  double hidden_dropout = 0;
+  bool fp8 = false;             // fp8 GEMM inputs (TE) for fp8 layers
+  bool fp8_delayed = false;     // delayed scaling: linear_proj saves its fp8 input
+  bool frozen_base = false;     // PEFT: base linears do not save GEMM inputs
+  bool recompute_core_attn = false, recompute_mlp = false, recompute_moe = false,
+       recompute_moe_act = false, recompute_layernorm = false, recompute_mla_up = false,
+       recompute_shared = false;
+  // LoRA (0 when absent): targets and whether the SP input re-gather applies.
+  std::int64_t lora_dim = 0;
+  bool lora_qkv = false, lora_proj = false, lora_fc1 = false, lora_fc2 = false;
+  bool lora_regather = false;
+};
+
+// Builds the context from a job's effective values.
+ActContext MakeActContext(const model::Job& job);
+
+// Saved tensors of one layer (per micro-batch, per rank), selective recompute applied.
+// `fp8_layer` false for bf16 layers of an fp8 run (first/last layers in bf16).
+ActBytes LayerActivations(const ActContext& ctx, bool moe_layer, bool fp8_layer);
+
+// Largest backward working set of one layer (gradients, gathered GEMM inputs, fp8
+// quantized gradients, and the selective-recompute replay), per micro-batch and rank.
+std::int64_t LayerBackwardWorkspace(const ActContext& ctx, bool moe_layer, bool fp8_layer);
+
+// Input kept by one full-recompute checkpoint (the layer input, split over TP with
+// distribute_saved_activations).
+std::int64_t CheckpointInputBytes(const ActContext& ctx, bool distribute_saved);
+
+// Sum of a tensor table.
+std::int64_t SumBytes(const ActBytes& bytes);
+
+}  // namespace memtune::estimate::internal

@@ -1,0 +1,67 @@
+// Model state of one pipeline rank: parameters, gradient buffers and optimizer state,
+// dtype by dtype (private to the estimator; docs/estimator.md "Model state").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "memtune/estimate/schedule.h"
+#include "memtune/model/job.h"
+#include "memtune/model/parameters.h"
+
+namespace memtune::estimate::internal {
+
+// Element counts of one rank, by family. "hp" = stored in params_dtype; "fp8" = TE linear
+// weights stored as fp8 (fp8_param_gather); "frozen" = requires_grad false (PEFT base).
+struct RankParams {
+  std::int64_t dense_hp = 0, dense_fp8 = 0, dense_frozen_hp = 0, dense_frozen_fp8 = 0;
+  std::int64_t expert_hp = 0, expert_fp8 = 0, expert_frozen_hp = 0, expert_frozen_fp8 = 0;
+  std::int64_t buffers_fp32 = 0;   // persistent fp32 buffers (router expert_bias)
+  std::int64_t te_linear = 0;      // TE linear weight elements (fp8 caches / transposes)
+  std::int64_t largest_layer = 0;  // elements of the largest layer (FSDP all-gather)
+  std::int64_t DenseTrainable() const { return dense_hp + dense_fp8; }
+  std::int64_t ExpertTrainable() const { return expert_hp + expert_fp8; }
+};
+
+// Per-layer-kind parameter lists, enumerated once per job.
+struct ParamCatalog {
+  std::vector<model::ParamTensor> dense_layer, moe_layer, embedding, output, mtp_extra;
+  std::vector<bool> moe_pattern;  // per global layer (MTP layers appended)
+};
+
+ParamCatalog MakeParamCatalog(const model::Job& job);
+
+// Whether global layer `layer` runs in bf16 in an fp8 job (first_last_layers_bf16 with
+// num_layers_at_start/end_in_bf16; MCore fp8_utils.is_first_last_bf16_layer).
+bool IsBf16Layer(const model::ModelConfig& model, int layer);
+
+// Elements on the rank of `stage` (TP/EP sharding applied), including LoRA adapters.
+RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
+                           const StageLayout& stage, int pp_size);
+
+// Bytes of each model-state family of one rank, and the optimizer-step transient.
+struct ModelStateBytes {
+  std::int64_t params_hp = 0;        // params_dtype parameters (+ frozen)
+  std::int64_t params_fp8 = 0;       // fp8 parameter data (uint8 buffers)
+  std::int64_t fp8_transpose = 0;    // fp8 column-wise copies (Hopper) or cached fp8 weights
+  std::int64_t buffers = 0;          // persistent non-trainable buffers
+  std::int64_t grads = 0;            // DDP gradient buffers (requires_grad only)
+  std::int64_t main_params = 0;      // fp32 master copies (GPU share)
+  std::int64_t exp_avg = 0;          // Adam first moment (GPU share)
+  std::int64_t exp_avg_sq = 0;       // Adam second moment (GPU share)
+  std::int64_t expert = 0;           // the part of all the above that is routed experts
+  std::int64_t step_transient = 0;   // optimizer step: fp32 copies of bf16 grad shards
+  std::int64_t fsdp_gather = 0;      // Megatron-FSDP: unsharded layer params during compute
+  std::int64_t Total() const {
+    return params_hp + params_fp8 + fp8_transpose + buffers + grads + main_params + exp_avg +
+           exp_avg_sq;
+  }
+};
+
+// Applies dtypes, gradient-buffer rules, distributed-optimizer / FSDP sharding and
+// optimizer CPU offload. `fp8_needs_transpose`: the GPU cannot run non-TN fp8 GEMMs
+// (pre-Blackwell), so TE keeps a transposed copy of each fp8 weight.
+ModelStateBytes ComputeModelState(const model::Job& job, const RankParams& params,
+                                  bool fp8_needs_transpose);
+
+}  // namespace memtune::estimate::internal

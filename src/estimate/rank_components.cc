@@ -1,0 +1,178 @@
+// One pipeline rank: model state + the activations its schedule holds at the peak.
+#include "rank_components.h"
+
+#include <algorithm>
+
+namespace memtune::estimate::internal {
+namespace {
+
+// Activations of one model chunk for one micro-batch, with the full-recompute and CPU
+// offloading policy of megatron/core/transformer/transformer_block.py applied.
+struct ChunkActivations {
+  ActBytes bytes{};
+  std::int64_t transient = 0;  // largest backward working set (incl. recompute replay)
+};
+
+bool IsMoeLayer(const JobFacts& f, int layer) {
+  return layer < static_cast<int>(f.params.moe_pattern.size()) && f.params.moe_pattern[layer];
+}
+
+ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const ModelChunk& chunk) {
+  const auto& m = job.model;
+  ChunkActivations out;
+  const int n = chunk.num_layers + chunk.num_mtp_layers;
+  const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
+  const int per_unit = std::max(1, m.recompute_num_layers.value_or(1));
+  const bool offload = m.cpu_offloading && m.cpu_offloading_activations;
+  std::int64_t largest_layer = 0;
+  for (int i = 0; i < n; ++i) {
+    const int layer = i < chunk.num_layers ? chunk.first_layer + i : static_cast<int>(m.num_layers) + i - chunk.num_layers;
+    const int moe = IsMoeLayer(f, layer) ? 1 : 0, fp8 = IsBf16Layer(m, layer) ? 0 : 1;
+    const ActBytes& a = f.layer[moe][fp8];
+    const std::int64_t layer_bytes = SumBytes(a);
+    largest_layer = std::max(largest_layer, layer_bytes);
+    out.transient = std::max(out.transient, f.workspace[moe][fp8]);
+    // recompute.py: uniform checkpoints groups of N layers (only each group's input is
+    // kept); block checkpoints the first N layers of the chunk one by one.
+    if (full && m.recompute_method == model::RecomputeMethod::kUniform) {
+      if (i % per_unit == 0) out.bytes[kCheckpointInput] += f.checkpoint_input;
+      continue;
+    }
+    if (full && m.recompute_method == model::RecomputeMethod::kBlock && i < per_unit) {
+      out.bytes[kCheckpointInput] += f.checkpoint_input;
+      continue;
+    }
+    // cpu_offload.py: the activations of the first cpu_offloading_num_layers layers go to
+    // host memory (one layer stays in flight, counted in the transient below).
+    if (offload && i < m.cpu_offloading_num_layers) continue;
+    for (int t = 0; t < kNumActTensors; ++t) out.bytes[t] += a[t];
+  }
+  if (full) {
+    const int replayed = m.recompute_method == model::RecomputeMethod::kUniform ? std::min(per_unit, n) : 1;
+    out.transient += replayed * largest_layer;
+  } else if (offload && m.cpu_offloading_num_layers > 0) {
+    out.transient += largest_layer;
+  }
+  return out;
+}
+
+void Push(RankEstimate& r, const char* name, std::int64_t bytes, ComponentKind kind,
+          const char* explanation, bool expert = false) {
+  if (bytes == 0) return;
+  r.components.push_back(Component{name, bytes, kind, expert, explanation});
+}
+
+void PushModelState(RankEstimate& r, const ModelStateBytes& s) {
+  Push(r, "parameters", s.params_hp, ComponentKind::kParameters,
+       "parameters in params_dtype (embeddings, norms, non-fp8 weights, frozen PEFT base)");
+  Push(r, "parameters.fp8", s.params_fp8, ComponentKind::kParameters,
+       "fp8 Transformer Engine linear weights (uint8 param buffer, fp8_param_gather)");
+  Push(r, "parameters.fp8_t", s.fp8_transpose, ComponentKind::kParameters,
+       "fp8 transposed copies (Hopper) or TE's cached fp8 weights when params are not fp8");
+  Push(r, "buffers", s.buffers, ComponentKind::kParameters, "persistent fp32 buffers (router expert bias)");
+  Push(r, "gradients", s.grads, ComponentKind::kGradients,
+       "DDP gradient buffer of requires_grad parameters (fp32 if grad_reduce_in_fp32)");
+  Push(r, "optimizer.main", s.main_params, ComponentKind::kOptimizer,
+       "fp32 master parameters (sharded by the distributed optimizer)");
+  Push(r, "optimizer.exp_avg", s.exp_avg, ComponentKind::kOptimizer, "Adam first moment");
+  Push(r, "optimizer.exp_avg_sq", s.exp_avg_sq, ComponentKind::kOptimizer, "Adam second moment");
+}
+
+}  // namespace
+
+JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
+  const auto& m = job.model;
+  JobFacts f;
+  f.act = MakeActContext(job);
+  f.params = MakeParamCatalog(job);
+  for (int moe = 0; moe < 2; ++moe) {
+    for (int fp8 = 0; fp8 < 2; ++fp8) {
+      f.layer[moe][fp8] = LayerActivations(f.act, moe == 1, fp8 == 1);
+      f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1);
+    }
+  }
+  f.checkpoint_input = CheckpointInputBytes(f.act, m.distribute_saved_activations);
+  const std::int64_t tokens = f.act.tokens;
+  const std::int64_t hid = m.hidden_size / f.act.hid_div;
+  // embedding.py: int64 token ids kept by the embedding lookup; dropout mask if any.
+  f.embedding_per_mb = tokens * (8 + (m.hidden_dropout > 0 ? hid : 0));
+  // gpt_model.py: the final norm keeps its input; the output layer (ColumnParallelLinear)
+  // keeps its input for the wgrad (local shard under SP).
+  f.output_hidden_per_mb = 2 * f.act.act_bytes * hid * tokens;
+  const std::int64_t vocab_per_rank = model::PaddedVocabSize(job) / f.act.tp;
+  const std::int64_t logit_sets = 1 + m.mtp_num_layers.value_or(0);
+  // cross_entropy.py: the unfused loss keeps fp32 softmax (exp_logits); the fused loss
+  // keeps the bf16 logits it overwrites with the gradient.
+  const int kept_bytes = m.cross_entropy_loss_fusion ? f.act.act_bytes : 4;
+  f.logits_per_mb = kept_bytes * vocab_per_rank * tokens * logit_sets;
+  f.logits_transient = f.act.act_bytes * vocab_per_rank * tokens;
+  f.num_microbatches = options.num_microbatches.value_or(model::NumMicrobatches(job));
+  f.num_microbatches = std::max<std::int64_t>(1, f.num_microbatches);
+  f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
+  return f;
+}
+
+RankEstimate EstimateRank(const model::Job& job, const JobFacts& f, const StageLayout& stage,
+                          bool fp8_transpose) {
+  const auto& m = job.model;
+  const int p = m.pipeline_model_parallel_size, chunks = static_cast<int>(stage.chunks.size());
+  RankEstimate r;
+  r.pp_rank = stage.pp_rank;
+  r.layers = stage.NumLayers();
+  const RankParams params = CountRankParams(job, f.params, stage, p);
+  const ModelStateBytes state = ComputeModelState(job, params, fp8_transpose);
+  const auto live = LiveMicrobatchesPerChunk(p, stage.pp_rank, chunks, f.num_microbatches,
+                                             f.group_size, m.overlap_moe_expert_parallel_comm);
+  ActBytes held{};
+  std::int64_t embedding = 0, output_hidden = 0, logits = 0, transient = 0, logits_transient = 0;
+  for (int c = 0; c < chunks; ++c) {
+    r.in_flight_microbatches += live[c];
+    if (live[c] == 0) continue;
+    const ModelChunk& chunk = stage.chunks[c];
+    const ChunkActivations a = ChunkActivation(job, f, chunk);
+    for (int t = 0; t < kNumActTensors; ++t) held[t] += a.bytes[t] * live[c];
+    transient = std::max(transient, a.transient);
+    if (chunk.has_embedding) embedding += f.embedding_per_mb * live[c];
+    if (chunk.has_output) {
+      output_hidden += f.output_hidden_per_mb * live[c];
+      logits += f.logits_per_mb * live[c];
+      logits_transient = f.logits_transient;
+    }
+  }
+  const std::int64_t model_state = state.Total();
+  const std::int64_t activations = SumBytes(held) + embedding + output_hidden + logits;
+  const std::int64_t backward_transient = std::max(transient, logits_transient) + state.fsdp_gather;
+  r.backward_peak_bytes = model_state + activations + backward_transient;
+  r.step_peak_bytes = model_state + state.step_transient;
+  r.model_state_bytes = model_state;
+  r.expert_bytes = state.expert;
+  r.dense_bytes = model_state - state.expert;
+  r.components.reserve(8 + kNumActTensors + 8);
+  PushModelState(r, state);
+  if (r.backward_peak_bytes >= r.step_peak_bytes) {
+    r.peak_phase = "backward";
+    r.activation_bytes = activations;
+    r.transient_bytes = backward_transient;
+    for (int t = 0; t < kNumActTensors; ++t) {
+      Push(r, ActTensorName(static_cast<ActTensor>(t)), held[t], ComponentKind::kActivations,
+           ActTensorExplanation(static_cast<ActTensor>(t)));
+    }
+    Push(r, "act.embedding", embedding, ComponentKind::kActivations, "token ids (int64) and embedding dropout mask");
+    Push(r, "act.output", output_hidden, ComponentKind::kActivations, "final-norm input and output-layer input");
+    Push(r, "act.logits", logits, ComponentKind::kLogits,
+         "logits kept for the loss backward (fp32 softmax unfused, bf16 fused)");
+    Push(r, "transient.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
+         "largest one-layer backward working set (gradients, gathered inputs, recompute replay) or logits gradient");
+    Push(r, "transient.fsdp", state.fsdp_gather, ComponentKind::kTransient,
+         "Megatron-FSDP unsharded parameters of the current and prefetched layer");
+  } else {
+    r.peak_phase = "optimizer step";
+    r.transient_bytes = state.step_transient;
+    Push(r, "transient.step", state.step_transient, ComponentKind::kTransient,
+         "fp32 copies of the bf16 gradient shard made by the optimizer step");
+  }
+  r.allocated_bytes = std::max(r.backward_peak_bytes, r.step_peak_bytes);
+  return r;
+}
+
+}  // namespace memtune::estimate::internal

@@ -1,0 +1,169 @@
+// Validation cases: parsing the JSON Lines, predicting each case, error statistics.
+#include "memtune/estimate/validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "memtune/model/job_parse.h"
+
+namespace memtune::estimate {
+namespace {
+
+using nlohmann::json;
+
+Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
+  auto bad = [&](const std::string& field, const std::string& what) {
+    return InvalidInput(where, field + " " + what);
+  };
+  if (!j.is_object()) return bad("case", "must be a JSON object");
+  ValidationCase c;
+  if (!j.contains("id") || !j["id"].is_string()) return bad("id", "must be a string");
+  c.id = j["id"].get<std::string>();
+  if (j.contains("source") && j["source"].is_string()) c.source = j["source"].get<std::string>();
+  if (j.contains("quality") && j["quality"].is_string()) c.quality = j["quality"].get<std::string>();
+  if (!j.contains("job") || !j["job"].is_object()) return bad("job", "must be a job document object");
+  c.job_text = j["job"].dump();
+  if (!j.contains("measured") || !j["measured"].is_object()) return bad("measured", "must be an object");
+  const json& m = j["measured"];
+  static const char* kMetrics[] = {"max_allocated", "max_reserved", "peak_active", "device_used"};
+  if (!m.contains("metric") || !m["metric"].is_string() ||
+      std::none_of(std::begin(kMetrics), std::end(kMetrics),
+                   [&](const char* k) { return m["metric"].get<std::string>() == k; })) {
+    return bad("measured.metric", "must be one of max_allocated, max_reserved, peak_active, device_used");
+  }
+  c.metric = m["metric"].get<std::string>();
+  if (!m.contains("bytes") || !m["bytes"].is_number() || m["bytes"].get<double>() <= 0) {
+    return bad("measured.bytes", "must be a positive number of bytes");
+  }
+  c.measured_bytes = static_cast<std::int64_t>(std::llround(m["bytes"].get<double>()));
+  c.rank = m.value("rank", std::string("max"));
+  if (c.rank != "max" && c.rank != "rank0" && c.rank != "last") {
+    return bad("measured.rank", "must be one of max, rank0, last (got '" + c.rank + "')");
+  }
+  return c;
+}
+
+Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
+                   const std::string& rank, const ValidateOptions& validate) {
+  Prediction p;
+  p.mode = mode;
+  const bool allocator_metric = c.metric == "max_reserved" || c.metric == "device_used";
+  if (c.metric != "max_allocated" && !(allocator_metric && mode == Mode::kAccurate && validate.allocator_metric)) {
+    p.status = "unsupported";
+    p.reason = allocator_metric ? "metric " + c.metric + " needs the allocator simulator (accurate mode only)"
+                                : "metric " + c.metric + " is not predicted";
+    return p;
+  }
+  EstimateOptions options;
+  options.mode = mode;
+  auto estimate = EstimateMemory(job, options);
+  if (!estimate) {
+    p.status = estimate.error().code == ErrorCode::kUnsupported ? "unsupported" : "error";
+    p.reason = estimate.error().Describe();
+    return p;
+  }
+  std::int64_t bytes = estimate->peak_allocated_bytes;
+  p.pp_rank = estimate->peak_pp_rank;
+  if (allocator_metric) {  // the simulated allocator's reserved memory (synth::ForecastJob)
+    auto predicted = validate.allocator_metric(job, *estimate, c.metric, rank);
+    if (!predicted) {
+      p.status = predicted.error().code == ErrorCode::kUnsupported ? "unsupported" : "error";
+      p.reason = predicted.error().Describe();
+      return p;
+    }
+    p.pp_rank = predicted->first;
+    p.predicted_bytes = predicted->second;
+    p.error_pct = 100.0 * static_cast<double>(predicted->second - c.measured_bytes) /
+                  static_cast<double>(c.measured_bytes);
+    p.status = "ok";
+    return p;
+  }
+  // The compatibility modes report one (most loaded) shard only.
+  if (mode == Mode::kAccurate && rank != "max" && !estimate->ranks.empty()) {
+    const RankEstimate& r = rank == "rank0" ? estimate->ranks.front() : estimate->ranks.back();
+    bytes = r.allocated_bytes;
+    p.pp_rank = r.pp_rank;
+  }
+  p.predicted_bytes = bytes;
+  p.error_pct = 100.0 * static_cast<double>(bytes - c.measured_bytes) / static_cast<double>(c.measured_bytes);
+  p.status = "ok";
+  return p;
+}
+
+ErrorSummary Summarize(Mode mode, const std::vector<const Prediction*>& predictions) {
+  ErrorSummary s;
+  s.mode = mode;
+  s.cases = static_cast<int>(predictions.size());
+  std::vector<double> errors;
+  for (const Prediction* p : predictions) {
+    if (p->error_pct) errors.push_back(std::fabs(*p->error_pct));
+  }
+  s.predicted = static_cast<int>(errors.size());
+  s.coverage = s.cases == 0 ? 0 : static_cast<double>(s.predicted) / s.cases;
+  if (errors.empty()) return s;
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  s.median_abs_error_pct = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+  const std::size_t rank90 = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n)));
+  s.p90_abs_error_pct = errors[std::max<std::size_t>(rank90, 1) - 1];
+  s.max_abs_error_pct = errors.back();
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
+                                                         std::string_view source_name) {
+  std::vector<ValidationCase> cases;
+  std::size_t line_no = 0, start = 0;
+  while (start <= jsonl.size()) {
+    std::size_t end = jsonl.find('\n', start);
+    if (end == std::string_view::npos) end = jsonl.size();
+    const std::string_view line = jsonl.substr(start, end - start);
+    ++line_no;
+    start = end + 1;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || line[first] == '#') continue;
+    const std::string where = std::string(source_name) + ":" + std::to_string(line_no);
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return InvalidInput(where, "not valid JSON");
+    MEMTUNE_TRY(auto c, ParseCase(j, where));
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+ValidationReport Validate(const std::vector<ValidationCase>& cases, const ValidateOptions& options) {
+  ValidationReport report;
+  for (const auto& c : cases) {
+    CaseResult r;
+    r.measured = c;
+    model::ParseOptions parse;
+    parse.source_name = c.id;
+    auto doc = model::ParseJobText(c.job_text, parse);
+    auto fill = [&](Mode mode) {
+      const std::string& rank = options.rank_override.empty() ? c.rank : options.rank_override;
+      if (doc) return Predict(c, doc->job, mode, rank, options);
+      Prediction p;
+      p.mode = mode;
+      p.status = "error";
+      p.reason = doc.error().Describe();
+      return p;
+    };
+    r.accurate = fill(Mode::kAccurate);
+    for (Mode mode : options.compare) r.compare.push_back(fill(mode));
+    report.cases.push_back(std::move(r));
+  }
+  std::vector<const Prediction*> accurate;
+  for (const auto& r : report.cases) accurate.push_back(&r.accurate);
+  report.summary = Summarize(Mode::kAccurate, accurate);
+  for (std::size_t i = 0; i < options.compare.size(); ++i) {
+    std::vector<const Prediction*> column;
+    for (const auto& r : report.cases) column.push_back(&r.compare[i]);
+    report.compare.push_back(Summarize(options.compare[i], column));
+  }
+  return report;
+}
+
+}  // namespace memtune::estimate

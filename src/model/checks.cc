@@ -1,0 +1,172 @@
+// CheckJob: runs the rule tables of checks_*.cc; shared formatting helpers.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "memtune/model/checks.h"
+#include "model/checks_internal.h"
+
+namespace memtune::model {
+namespace {
+
+using checks::Rule;
+
+// Every area's table, in run order.
+std::span<const Rule> (*const kAreas[])() = {
+    checks::LayoutRules,    checks::HeadsRules,   checks::PipelineRules,  checks::MoeRules,
+    checks::RecomputeRules, checks::OffloadRules, checks::PrecisionRules, checks::CudaGraphRules,
+    checks::PeftRules,      checks::FsdpRules,
+};
+
+bool Applies(RuleScope scope, Framework framework) {
+  switch (scope) {
+    case RuleScope::kAll: return true;
+    case RuleScope::kMegatron: return framework == Framework::kMegatron;
+    case RuleScope::kFsdp2: return framework == Framework::kFsdp2;
+  }
+  return true;
+}
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+}  // namespace
+
+const char* SeverityName(Severity severity) {
+  return severity == Severity::kError ? "error" : "warning";
+}
+
+std::vector<Finding> CheckJob(const Job& job) {
+  std::vector<Finding> findings;
+  for (auto area : kAreas) {
+    for (const Rule& rule : area()) {
+      if (!Applies(rule.info.scope, job.memtune.framework)) continue;
+      for (checks::Violation& v : rule.check(job)) {
+        findings.push_back(Finding{std::string(rule.info.id), rule.info.severity,
+                                   std::move(v.fields), std::move(v.message), std::move(v.fix),
+                                   std::string(rule.info.source)});
+      }
+    }
+  }
+  return findings;
+}
+
+std::span<const RuleInfo> ListRules() {
+  static const std::vector<RuleInfo> kRules = [] {
+    std::vector<RuleInfo> rules;
+    for (auto area : kAreas) {
+      for (const Rule& rule : area()) rules.push_back(rule.info);
+    }
+    return rules;
+  }();
+  return kRules;
+}
+
+int CountErrors(const std::vector<Finding>& findings) {
+  return static_cast<int>(std::count_if(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.severity == Severity::kError;
+  }));
+}
+
+bool IsBlackwellGpu(std::string_view gpu) {
+  std::string name;
+  for (char c : gpu) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto digit_at = [&](std::size_t i) {
+    return i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]));
+  };
+  // NVIDIA's Blackwell data-center parts: B100, B200, B300 and the Grace-Blackwell GB200,
+  // GB300 superchips.
+  return (name.rfind("b", 0) == 0 && digit_at(1)) || (name.rfind("gb", 0) == 0 && digit_at(2));
+}
+
+// PyTorch c10/core/AllocatorConfig.cpp parses "key:value" pairs separated by ',';
+// expandable_segments accepts exactly "True" or "False".
+bool AllocConfEnablesExpandableSegments(std::string_view conf) {
+  bool enabled = false;
+  while (!conf.empty()) {
+    const std::size_t comma = conf.find(',');
+    const std::string_view item = conf.substr(0, comma);
+    conf = comma == std::string_view::npos ? std::string_view() : conf.substr(comma + 1);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos) continue;
+    if (Trim(item.substr(0, colon)) == "expandable_segments") {
+      enabled = Trim(item.substr(colon + 1)) == "True";  // the last setting wins
+    }
+  }
+  return enabled;
+}
+
+namespace checks {
+
+std::string Str(std::int64_t value) { return std::to_string(value); }
+
+std::string Dec(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
+std::string Bool(bool value) { return value ? "true" : "false"; }
+
+std::string Opt(const std::optional<int>& value) {
+  return value ? std::to_string(*value) : "null";
+}
+
+std::string Opt(const std::optional<std::int64_t>& value) {
+  return value ? std::to_string(*value) : "null";
+}
+
+std::string List(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out + "]";
+}
+
+std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+Violation One(std::string path, std::string value, std::string message, std::string fix) {
+  return Violation{{{std::move(path), std::move(value)}}, std::move(message), std::move(fix)};
+}
+
+std::int64_t EffectiveWorldSize(const Job& job) {
+  if (job.memtune.world_size > 0) return job.memtune.world_size;
+  const auto& m = job.model;
+  return static_cast<std::int64_t>(m.tensor_model_parallel_size) *
+         m.pipeline_model_parallel_size * m.context_parallel_size;
+}
+
+bool SizesValid(const Job& job) {
+  const auto& m = job.model;
+  return m.tensor_model_parallel_size >= 1 && m.pipeline_model_parallel_size >= 1 &&
+         m.context_parallel_size >= 1 && m.expert_model_parallel_size >= 1 &&
+         m.expert_tensor_parallel_size.value_or(1) >= 1 &&
+         m.virtual_pipeline_model_parallel_size.value_or(1) >= 1 && m.num_layers >= 1 &&
+         job.train.micro_batch_size >= 1 && job.train.global_batch_size >= 1 &&
+         job.memtune.world_size >= 0;
+}
+
+bool Contains(const std::vector<std::string>& items, std::string_view name) {
+  return std::find(items.begin(), items.end(), name) != items.end();
+}
+
+int EffectiveVpp(const Job& job) {
+  return job.model.virtual_pipeline_model_parallel_size.value_or(1);
+}
+
+std::string Divisors(std::int64_t n, std::int64_t lo, std::int64_t hi) {
+  std::string out;
+  for (std::int64_t d = std::max<std::int64_t>(lo, 1); d <= hi && d <= n; ++d) {
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  }
+  return out;
+}
+
+}  // namespace checks
+}  // namespace memtune::model

@@ -1,0 +1,109 @@
+// ComposeJob: document + Megatron-LM arguments + overrides -> one tree -> ParseJobNode.
+#include "memtune/model/job_compose.h"
+
+#include <map>
+
+#include "model/job_values.h"
+#include "model/job_yaml.h"
+#include "model/megatron_args.h"
+
+namespace memtune::model {
+namespace {
+
+std::vector<std::string> SplitPath(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t dot = path.find('.', start);
+    const std::size_t end = dot == std::string::npos ? path.size() : dot;
+    parts.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+// `src` over `dst`: mappings merge key by key, anything else replaces.
+void MergeInto(YAML::Node dst, const YAML::Node& src) {
+  for (const auto& kv : src) {
+    const std::string key = kv.first.Scalar();
+    YAML::Node existing = dst[key];
+    if (existing.IsMap() && kv.second.IsMap()) {
+      MergeInto(existing, kv.second);
+    } else {
+      dst[key] = YAML::Clone(kv.second);
+    }
+  }
+}
+
+Status SetPath(YAML::Node root, const JobOverride& o) {
+  const std::vector<std::string> parts = SplitPath(o.path);
+  for (const std::string& part : parts) {
+    if (part.empty()) {
+      return InvalidInput(o.origin, o.origin + " " + o.path + ": empty field name in the path",
+                          "allowed: a dotted path such as model.tensor_model_parallel_size");
+    }
+  }
+  MEMTUNE_TRY(const YAML::Node value, internal::LoadYamlText(o.value, o.origin + " " + o.path));
+  // yaml-cpp: Node::operator= writes through to the referenced node; reset() rebinds.
+  YAML::Node node;
+  node.reset(root);
+  std::string walked;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    walked += (walked.empty() ? "" : ".") + parts[i];
+    YAML::Node child = node[parts[i]];
+    if (walked == "mixed_precision" && child.IsScalar()) {
+      // A preset string with one field changed: the same preset as a mapping (job_parse.h).
+      YAML::Node mapping(YAML::NodeType::Map);
+      mapping["preset"] = child.Scalar();
+      node[parts[i]] = mapping;
+      child.reset(mapping);
+    } else if (!child.IsDefined() || child.IsNull()) {
+      YAML::Node mapping(YAML::NodeType::Map);
+      node[parts[i]] = mapping;
+      child.reset(mapping);
+    } else if (!child.IsMap()) {
+      return InvalidInput(o.origin, o.origin + " " + o.path + ": " + walked + " = " +
+                                        internal::ValueText(child) + " is not a mapping");
+    }
+    node.reset(child);
+  }
+  node[parts.back()] = value;
+  return OkStatus();
+}
+
+// Adds " (from --tp)" to an error about a field an override set.
+Error Attribute(Error error, const std::map<std::string, std::string>& origins) {
+  for (const auto& [path, origin] : origins) {
+    if (error.field == path || error.field.rfind(path + ".", 0) == 0 ||
+        error.field.rfind(path + "[", 0) == 0) {
+      error.message += " (from " + origin + ")";
+      break;
+    }
+  }
+  return error;
+}
+
+}  // namespace
+
+Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& options) {
+  MEMTUNE_TRY(YAML::Node root, internal::LoadYamlText(inputs.document, options.source_name));
+  if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) return internal::ParseJobNode(root, options);
+  std::vector<std::string> ignored_flags;
+  if (!inputs.megatron_args.empty()) {
+    MEMTUNE_TRY(const MegatronArgsJob args, MegatronArgsToJobNode(inputs.megatron_args));
+    MergeInto(root, args.job);
+    ignored_flags = args.ignored_flags;
+  }
+  std::map<std::string, std::string> origins;
+  for (const JobOverride& o : inputs.overrides) {
+    MEMTUNE_RETURN_IF_ERROR(SetPath(root, o));
+    origins[o.path] = o.origin;
+  }
+  auto doc = internal::ParseJobNode(root, options);
+  if (!doc) return Attribute(doc.error(), origins);
+  for (const std::string& flag : ignored_flags) doc->ignored_fields.push_back(flag);
+  return doc;
+}
+
+}  // namespace memtune::model

@@ -1,0 +1,255 @@
+// ParseJobText: YAML/JSON text -> JobDocument. Reads each section through its field table
+// (job_schema*.cc), then applies defaults and Bridge's effective-value rules in Bridge's
+// order (runtime_config_update: mixed precision, then validate's sync rules).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "memtune/core/suggest.h"
+#include "memtune/model/catalog.h"
+#include "model/hf_config.h"
+#include "model/job_parse_internal.h"
+#include "model/job_yaml.h"
+
+namespace memtune::model {
+namespace internal {
+namespace {
+
+// The sections memtune reads, in document order.
+const std::vector<std::string>& KnownSections() {
+  static const std::vector<std::string> kSections = {
+      "model", "train", "optimizer", "ddp", "mixed_precision", "peft", "dataset", "memtune"};
+  return kSections;
+}
+
+// ConfigContainer sections memtune does not use (Megatron-Bridge training/config.py).
+bool IsBridgeSection(const std::string& key) {
+  static const std::vector<std::string> kBridge = {
+      "rng",       "rerun_state_machine", "validation", "scheduler", "logger",
+      "tokenizer", "checkpoint",          "dist",       "ft",        "straggler",
+      "nvrx_straggler", "profiling",      "comm_overlap", "tensor_inspect",
+      "inprocess_restart", "optimizer_config_override_provider", "data_parallel_size"};
+  return key.rfind('_', 0) == 0 ||
+         std::find(kBridge.begin(), kBridge.end(), key) != kBridge.end();
+}
+
+const FieldSpec* FindField(const SectionSpec& spec, const std::string& name) {
+  for (const FieldSpec& f : spec.fields) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> FieldNames(const SectionSpec& spec) {
+  std::vector<std::string> names;
+  for (const FieldSpec& f : spec.fields) names.push_back(f.name);
+  return names;
+}
+
+// A key the table does not have: an error in strict sections, else ignored (with a
+// did-you-mean warning for a near miss that is not itself an upstream field).
+Status HandleUnknown(const std::string& key, const SectionSpec& spec, ParseContext& ctx) {
+  const std::string path = spec.path + "." + key;
+  const std::vector<std::string> names = FieldNames(spec);
+  if (spec.strict) {
+    return InvalidConfig(path, path + " is not a " + spec.path + " field",
+                         AllowedHint(key, names));
+  }
+  ctx.doc.ignored_fields.push_back(path);
+  const auto& quiet = spec.quiet_unused;
+  if (key.rfind('_', 0) == 0 || std::find(quiet.begin(), quiet.end(), key) != quiet.end()) {
+    return OkStatus();
+  }
+  if (std::string near = Suggest(key, names); !near.empty()) {
+    ctx.Warn(path + " is not a field memtune uses; did you mean '" + near + "'? (ignored)");
+  }
+  return OkStatus();
+}
+
+Status CheckKeys(const YAML::Node& node, const SectionSpec& spec, ParseContext& ctx) {
+  std::vector<std::string> seen;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return InvalidInput(spec.path + "." + key, spec.path + "." + key + " is given twice");
+    }
+    seen.push_back(key);
+    if (!FindField(spec, key)) MEMTUNE_RETURN_IF_ERROR(HandleUnknown(key, spec, ctx));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ReadSection(const YAML::Node& node, const SectionSpec& spec, ParseContext& ctx) {
+  const bool has_map = node && node.IsMap();
+  if (node && !node.IsNull() && !has_map) {
+    return WrongType(node, spec.path, "a mapping", "a mapping of " + spec.path + " fields");
+  }
+  if (has_map) MEMTUNE_RETURN_IF_ERROR(CheckKeys(node, spec, ctx));
+  const YAML::Node& section = node;
+  for (const FieldSpec& f : spec.fields) {
+    // Not YAML::Node(): a default-constructed node is a defined null.
+    const YAML::Node value = has_map ? section[f.name] : YAML::Node(YAML::NodeType::Undefined);
+    if (f.subsection) {
+      MEMTUNE_RETURN_IF_ERROR(ReadSection(value, *f.subsection, ctx));
+      continue;
+    }
+    if (!value || (value.IsNull() && !f.null_is_value)) continue;
+    MEMTUNE_RETURN_IF_ERROR(f.read(value, spec.path + "." + f.name, ctx.doc.job));
+    ctx.present.insert(spec.path + "." + (f.alias_of.empty() ? f.name : f.alias_of));
+  }
+  for (const FieldSpec& f : spec.fields) {
+    const std::string path = spec.path + "." + f.name;
+    if (!f.write || f.subsection || !f.alias_of.empty() || ctx.Has(path)) continue;
+    ctx.doc.defaulted_fields[path] = f.memory_default ? f.memory_default : "";
+  }
+  return OkStatus();
+}
+
+namespace {
+
+Result<std::string> ReadFromDisk(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("model.hf_config", "model.hf_config: cannot read '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The architecture a model.preset or model.hf_config names, as a model mapping.
+Result<YAML::Node> BaseModelNode(const YAML::Node& model, const ParseOptions& options) {
+  const YAML::Node preset = model["preset"];
+  const YAML::Node hf = model["hf_config"];
+  const bool has_preset = preset && !preset.IsNull();
+  const bool has_hf = hf && !hf.IsNull();
+  if (has_preset && has_hf) {
+    return InvalidConfig("model.hf_config", "model.preset and model.hf_config are both given",
+                         "allowed: one of them (explicit model fields override either)");
+  }
+  if (has_preset) {
+    MEMTUNE_TRY(const std::string name, ToName(preset, "model.preset"));
+    auto text = ModelPresetYaml(name);
+    if (!text) return Error{text.error().code, "model.preset", text.error().message, text.error().hint};
+    MEMTUNE_TRY(const YAML::Node catalog, LoadYamlText(*text, "preset " + name));
+    const YAML::Node fields = catalog["model"];
+    if (!fields || !fields.IsMap()) {
+      return Error{ErrorCode::kInternal, "model.preset", "catalog entry '" + name + "' has no model mapping", ""};
+    }
+    return YAML::Clone(fields);
+  }
+  if (has_hf) {
+    MEMTUNE_TRY(const std::string file, ToName(hf, "model.hf_config"));
+    std::filesystem::path path(file);
+    if (path.is_relative() && !options.base_dir.empty()) path = options.base_dir / path;
+    const FileReader read = options.read_file ? options.read_file : ReadFromDisk;
+    MEMTUNE_TRY(const std::string json, read(path.string()));
+    return HfConfigToModelNode(json, "model.hf_config");
+  }
+  return YAML::Node(YAML::NodeType::Map);
+}
+
+// model: the preset / hf_config fields first, then the document's explicit fields.
+Status ReadModel(const YAML::Node& model, const ParseOptions& options, ParseContext& ctx) {
+  if (!model || model.IsNull()) return ReadSection(YAML::Node(YAML::NodeType::Undefined), ModelTable(), ctx);
+  if (!model.IsMap()) return WrongType(model, "model", "a mapping", "a mapping of model fields");
+  MEMTUNE_TRY(YAML::Node merged, BaseModelNode(model, options));
+  for (const auto& kv : model) {
+    ctx.model_explicit.insert(kv.first.Scalar());
+    merged[kv.first.Scalar()] = kv.second;
+  }
+  // Duplicate keys vanish in the merge; check them on the document's own mapping.
+  std::vector<std::string> seen;
+  for (const auto& kv : model) {
+    if (std::find(seen.begin(), seen.end(), kv.first.Scalar()) != seen.end()) {
+      return InvalidInput("model." + kv.first.Scalar(), "model." + kv.first.Scalar() + " is given twice");
+    }
+    seen.push_back(kv.first.Scalar());
+  }
+  return ReadSection(merged, ModelTable(), ctx);
+}
+
+// peft: null = full training; "lora" / "dora" shorthand; or a LoRA/DoRA mapping.
+Status ReadPeft(const YAML::Node& peft, ParseContext& ctx) {
+  if (!peft || peft.IsNull()) return OkStatus();
+  ctx.doc.job.peft.emplace();
+  if (peft.IsScalar()) {
+    MEMTUNE_RETURN_IF_ERROR(FindField(PeftTable(), "_target_")->read(peft, "peft", ctx.doc.job));
+    ctx.present.insert("peft._target_");
+    return ReadSection(YAML::Node(YAML::NodeType::Undefined), PeftTable(), ctx);
+  }
+  MEMTUNE_RETURN_IF_ERROR(ReadSection(peft, PeftTable(), ctx));
+  if (const YAML::Node ex = peft["exclude_modules"]; ex && ex.IsSequence() && ex.size() > 0) {
+    ctx.Warn("peft.exclude_modules is not modelled; memtune adapts peft.target_modules");
+  }
+  return OkStatus();
+}
+
+// Bridge's ConfigContainer.env_vars: defaults for memtune.env (the launch environment wins).
+void ReadEnvVars(const YAML::Node& env_vars, ParseContext& ctx) {
+  if (!env_vars || !env_vars.IsMap()) return;
+  for (const auto& kv : env_vars) {
+    if (kv.second.IsScalar()) ctx.doc.job.memtune.env.emplace(kv.first.Scalar(), kv.second.Scalar());
+  }
+}
+
+Status CheckTopLevel(const YAML::Node& root, ParseContext& ctx) {
+  std::vector<std::string> seen;
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return InvalidInput(key, key + " is given twice");
+    }
+    seen.push_back(key);
+    const auto& known = KnownSections();
+    if (std::find(known.begin(), known.end(), key) != known.end() || key == "env_vars") continue;
+    ctx.doc.ignored_fields.push_back(key);
+    if (IsBridgeSection(key)) continue;
+    if (std::string near = Suggest(key, known); !near.empty()) {
+      ctx.Warn("'" + key + "' is not a section memtune uses; did you mean '" + near + "'? (ignored)");
+    }
+  }
+  return OkStatus();
+}
+
+Status ReadSections(const YAML::Node& root, const ParseOptions& options, ParseContext& ctx) {
+  MEMTUNE_RETURN_IF_ERROR(ReadModel(root["model"], options, ctx));
+  MEMTUNE_RETURN_IF_ERROR(ReadSection(root["train"], TrainTable(), ctx));
+  MEMTUNE_RETURN_IF_ERROR(ReadSection(root["optimizer"], OptimizerTable(), ctx));
+  MEMTUNE_RETURN_IF_ERROR(ReadSection(root["ddp"], DdpTable(), ctx));
+  MEMTUNE_RETURN_IF_ERROR(ReadSection(root["dataset"], DatasetTable(), ctx));
+  MEMTUNE_RETURN_IF_ERROR(ReadSection(root["memtune"], MemtuneTable(), ctx));
+  MEMTUNE_RETURN_IF_ERROR(ReadPeft(root["peft"], ctx));
+  ReadEnvVars(root["env_vars"], ctx);
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<JobDocument> ParseJobNode(const YAML::Node& root, const ParseOptions& options) {
+  if (root && !root.IsNull() && !root.IsMap()) {
+    return WrongType(root, options.source_name, "a job document",
+                     "a mapping of sections (model, train, optimizer, ddp, mixed_precision, "
+                     "peft, dataset, memtune)");
+  }
+  ParseContext ctx;
+  ApplyUpstreamDefaults(ctx.doc.job);
+  const YAML::Node doc = root && root.IsMap() ? root : YAML::Node(YAML::NodeType::Map);
+  MEMTUNE_RETURN_IF_ERROR(CheckTopLevel(doc, ctx));
+  MEMTUNE_RETURN_IF_ERROR(ReadSections(doc, options, ctx));
+  MEMTUNE_RETURN_IF_ERROR(ApplyMixedPrecision(doc["mixed_precision"], ctx));
+  MEMTUNE_RETURN_IF_ERROR(DeriveDefaults(doc["dataset"], ctx));
+  ApplySyncRules(ctx);
+  ListMemoryDefaults(ctx);
+  return std::move(ctx.doc);
+}
+
+}  // namespace internal
+
+Result<JobDocument> ParseJobText(std::string_view text, const ParseOptions& options) {
+  MEMTUNE_TRY(const YAML::Node root, internal::LoadYamlText(text, options.source_name));
+  return internal::ParseJobNode(root, options);
+}
+
+}  // namespace memtune::model

@@ -1,0 +1,236 @@
+// Collected Megatron-LM flags -> a job document, with Megatron-LM's own defaults
+// (megatron/training/arguments.py validate_args and core_transformer_config_from_args,
+// megatron/core/transformer/transformer_config.py @ d98e8a64).
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <tuple>
+
+#include "memtune/core/suggest.h"
+#include "model/megatron_args.h"
+#include "model/megatron_flag_reader.h"
+#include "model/moe_freq_pattern.h"
+#include "model/yaml_number.h"
+
+namespace memtune::model::internal {
+namespace {
+
+YAML::Node Flow(const std::vector<std::string>& items) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  list.SetStyle(YAML::EmitterStyle::Flow);
+  for (const std::string& item : items) list.push_back(item);
+  return list;
+}
+
+// Activation: --swiglu (gated SiLU), --quick-geglu (gated quick GeLU), --squared-relu, else
+// GeLU. Default FFN: int(4h * 2/3 / 64) * 64 with --swiglu, else 4h (validate_args).
+Status Architecture(const FlagReader& r, YAML::Node& m) {
+  for (const auto& [flag, field] : {std::pair{"num-layers", "num_layers"},
+                                    {"hidden-size", "hidden_size"},
+                                    {"ffn-hidden-size", "ffn_hidden_size"},
+                                    {"num-attention-heads", "num_attention_heads"},
+                                    {"kv-channels", "kv_channels"},
+                                    {"vocab-size", "vocab_size"},
+                                    {"max-position-embeddings", "max_position_embeddings"}}) {
+    MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, flag, field));
+  }
+  const bool swiglu = r.Switch("swiglu");
+  if (!m["ffn_hidden_size"] && m["hidden_size"]) {
+    const auto h = m["hidden_size"].as<std::int64_t>();
+    m["ffn_hidden_size"] = swiglu ? (4 * h * 2 / 3) / 64 * 64 : 4 * h;
+  }
+  if (r.Switch("group-query-attention")) {
+    MEMTUNE_TRY(auto groups, r.Int("num-query-groups"));
+    m["num_query_groups"] = groups.value_or(1);  // TransformerConfig argparse default 1
+  }
+  MEMTUNE_TRY(auto divisor, r.Int("make-vocab-size-divisible-by"));
+  m["make_vocab_size_divisible_by"] = divisor.value_or(128);
+  m["should_pad_vocab"] = true;  // Megatron-LM always pads (_vocab_size_with_padding)
+  m["share_embeddings_and_output_weights"] = !r.Switch("untie-embeddings-and-output-weights");
+  const bool quick_geglu = r.Switch("quick-geglu");
+  m["gated_linear_unit"] = swiglu || quick_geglu;
+  m["activation_func"] = swiglu                     ? "silu"
+                         : quick_geglu              ? "quick_gelu"
+                         : r.Switch("squared-relu") ? "squared_relu"
+                                                    : "gelu";
+  MEMTUNE_TRY(auto norm, r.Choice("normalization", {"LayerNorm", "RMSNorm"}));
+  m["normalization"] = norm.value_or("LayerNorm");
+  m["add_bias_linear"] = !r.Switch("disable-bias-linear");
+  m["add_qkv_bias"] = r.Switch("add-qkv-bias");
+  m["qk_layernorm"] = r.Switch("qk-layernorm");
+  MEMTUNE_TRY(auto hidden_dropout, r.Float("hidden-dropout"));
+  m["hidden_dropout"] = ShortestNumberNode(hidden_dropout.value_or(0.1));
+  MEMTUNE_TRY(auto attention_dropout, r.Float("attention-dropout"));
+  m["attention_dropout"] = ShortestNumberNode(attention_dropout.value_or(0.1));
+  MEMTUNE_TRY(auto position,
+              r.Choice("position-embedding-type",
+                       {"learned_absolute", "rope", "yarn", "mrope", "relative", "none"}));
+  m["position_embedding_type"] =
+      position.value_or(r.Switch("use-rotary-position-embeddings") ? "rope" : "learned_absolute");
+  return OkStatus();
+}
+
+Status Moe(const FlagReader& r, YAML::Node& m) {
+  MEMTUNE_TRY(auto experts, r.Int("num-experts"));
+  if (!experts) return OkStatus();
+  m["num_moe_experts"] = *experts;
+  MEMTUNE_TRY(auto topk, r.Int("moe-router-topk"));
+  m["moe_router_topk"] = topk.value_or(2);
+  MEMTUNE_TRY(auto expert_ffn, r.Int("moe-ffn-hidden-size"));
+  if (expert_ffn) {
+    m["moe_ffn_hidden_size"] = *expert_ffn;
+  } else if (m["ffn_hidden_size"]) {  // validate_args: MoE FFN defaults to the dense one
+    m["moe_ffn_hidden_size"] = m["ffn_hidden_size"].as<std::int64_t>();
+  }
+  MEMTUNE_RETURN_IF_ERROR(
+      CopyInt(r, m, "moe-shared-expert-intermediate-size", "moe_shared_expert_intermediate_size"));
+  MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, "moe-latent-size", "moe_latent_size"));
+  if (const std::string* freq = r.Value("moe-layer-freq")) {
+    MEMTUNE_TRY(const MoeFreq parsed, ParseMoeFreq(*freq, "--moe-layer-freq"));
+    if (parsed.is_list) {
+      YAML::Node list(YAML::NodeType::Sequence);
+      list.SetStyle(YAML::EmitterStyle::Flow);
+      for (int flag : parsed.pattern) list.push_back(flag);
+      m["moe_layer_freq"] = list;
+    } else {
+      m["moe_layer_freq"] = parsed.every;
+    }
+  }
+  m["moe_grouped_gemm"] = r.Switch("moe-grouped-gemm");
+  MEMTUNE_TRY(auto dispatcher,
+              r.Choice("moe-token-dispatcher-type", {"allgather", "alltoall", "flex"}));
+  m["moe_token_dispatcher_type"] = dispatcher.value_or("allgather");
+  m["moe_router_enable_expert_bias"] = r.Switch("moe-router-enable-expert-bias");
+  m["moe_shared_expert_gate"] = r.Switch("moe-shared-expert-gate");
+  m["moe_shared_expert_overlap"] = r.Switch("moe-shared-expert-overlap");
+  MEMTUNE_TRY(auto capacity, r.Float("moe-expert-capacity-factor"));
+  if (capacity) m["moe_expert_capacity_factor"] = ShortestNumberNode(*capacity);
+  return OkStatus();
+}
+
+// MLA: arguments.py defaults q_lora_rank None, kv_lora_rank 32, qk 128, rope 64, v 128.
+Status Mla(const FlagReader& r, YAML::Node& m) {
+  if (r.Switch("multi-latent-attention")) {
+    m["multi_latent_attention"] = true;
+    MEMTUNE_TRY(auto q_lora, r.Int("q-lora-rank"));
+    m["q_lora_rank"] = q_lora ? YAML::Node(*q_lora) : YAML::Node(YAML::NodeType::Null);
+    for (const auto& [flag, field, fallback] : {std::tuple{"kv-lora-rank", "kv_lora_rank", 32},
+                                                {"qk-head-dim", "qk_head_dim", 128},
+                                                {"qk-pos-emb-head-dim", "qk_pos_emb_head_dim", 64},
+                                                {"v-head-dim", "v_head_dim", 128}}) {
+      MEMTUNE_TRY(auto value, r.Int(flag));
+      m[field] = value.value_or(fallback);
+    }
+  }
+  return CopyInt(r, m, "mtp-num-layers", "mtp_num_layers");
+}
+
+// VPP from --num-layers-per-virtual-pipeline-stage (layers per stage / N, where the split
+// counts the embedding and loss when asked) or --num-virtual-stages-per-pipeline-rank; a
+// size of 1 means none (validate_args).
+Status VirtualPipeline(const FlagReader& r, YAML::Node& m, std::int64_t pp) {
+  MEMTUNE_TRY(auto stages, r.Int("num-virtual-stages-per-pipeline-rank"));
+  if (!stages) {
+    MEMTUNE_TRY(stages, r.Int("virtual-pipeline-model-parallel-size"));
+  }
+  MEMTUNE_TRY(auto per_stage, r.Int("num-layers-per-virtual-pipeline-stage"));
+  if (per_stage && m["num_layers"] && pp > 0 && *per_stage > 0) {
+    std::int64_t layers = m["num_layers"].as<std::int64_t>();
+    layers += (r.Switch("account-for-embedding-in-pipeline-split") ? 1 : 0) +
+              (r.Switch("account-for-loss-in-pipeline-split") ? 1 : 0);
+    if (layers % pp != 0 || (layers / pp) % *per_stage != 0) {
+      return InvalidConfig("--num-layers-per-virtual-pipeline-stage",
+                           std::to_string(*per_stage) + " does not divide the " +
+                               std::to_string(layers) + " layers into " + std::to_string(pp) +
+                               " pipeline stages evenly");
+    }
+    stages = layers / pp / *per_stage;
+  }
+  if (stages && *stages > 1) m["virtual_pipeline_model_parallel_size"] = *stages;
+  return OkStatus();
+}
+
+Status Parallel(const FlagReader& r, YAML::Node& m) {
+  for (const auto& [flag, field] :
+       {std::pair{"tensor-model-parallel-size", "tensor_model_parallel_size"},
+        {"pipeline-model-parallel-size", "pipeline_model_parallel_size"},
+        {"context-parallel-size", "context_parallel_size"},
+        {"expert-model-parallel-size", "expert_model_parallel_size"},
+        {"expert-tensor-parallel-size", "expert_tensor_parallel_size"},
+        {"decoder-first-pipeline-num-layers", "num_layers_in_first_pipeline_stage"},
+        {"decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage"}}) {
+    MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, flag, field));
+  }
+  const std::int64_t pp =
+      m["pipeline_model_parallel_size"] ? m["pipeline_model_parallel_size"].as<std::int64_t>() : 1;
+  MEMTUNE_RETURN_IF_ERROR(VirtualPipeline(r, m, pp));
+  if (const std::string* layout = r.Value("pipeline-model-parallel-layout")) {
+    m["pipeline_model_parallel_layout"] = *layout;
+  }
+  for (const auto& [flag, field] :
+       {std::pair{"sequence-parallel", "sequence_parallel"},
+        {"account-for-embedding-in-pipeline-split", "account_for_embedding_in_pipeline_split"},
+        {"account-for-loss-in-pipeline-split", "account_for_loss_in_pipeline_split"},
+        {"tp-comm-overlap", "tp_comm_overlap"},
+        {"overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm"},
+        {"defer-embedding-wgrad-compute", "defer_embedding_wgrad_compute"}}) {
+    if (r.Switch(flag)) m[field] = true;
+  }
+  return CopyInt(r, m, "seq-length", "seq_length");
+}
+
+// --recompute-activations is selective recompute (validate_args).
+Status Levers(const FlagReader& r, YAML::Node& m) {
+  MEMTUNE_TRY(auto granularity, r.Choice("recompute-granularity", {"full", "selective"}));
+  if (!granularity && r.Switch("recompute-activations")) granularity = "selective";
+  if (granularity) m["recompute_granularity"] = *granularity;
+  MEMTUNE_RETURN_IF_ERROR(
+      CopyChoice(r, m, "recompute-method", "recompute_method", {"uniform", "block"}));
+  MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, "recompute-num-layers", "recompute_num_layers"));
+  for (const auto& [flag, field] : {std::pair{"recompute-modules", "recompute_modules"},
+                                    {"offload-modules", "offload_modules"},
+                                    {"cuda-graph-scope", "cuda_graph_scope"}}) {
+    if (const auto* items = r.List(flag)) m[field] = Flow(*items);
+  }
+  for (const auto& [flag, field] :
+       {std::pair{"distribute-saved-activations", "distribute_saved_activations"},
+        {"cpu-offloading", "cpu_offloading"},
+        {"cpu-offloading-weights", "cpu_offloading_weights"},
+        {"fine-grained-activation-offloading", "fine_grained_activation_offloading"},
+        {"cross-entropy-loss-fusion", "cross_entropy_loss_fusion"}}) {
+    if (r.Switch(flag)) m[field] = true;
+  }
+  if (r.Switch("no-cpu-offloading-activations") || r.Switch("disable-cpu-offloading-activations")) {
+    m["cpu_offloading_activations"] = false;
+  }
+  MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, "cpu-offloading-num-layers", "cpu_offloading_num_layers"));
+  MEMTUNE_RETURN_IF_ERROR(CopyChoice(r, m, "cuda-graph-impl", "cuda_graph_impl",
+                                     {"none", "local", "transformer_engine", "full_iteration"}));
+  return CopyChoice(r, m, "cross-entropy-fusion-impl", "cross_entropy_fusion_impl",
+                    {"native", "te"});
+}
+
+Result<YAML::Node> BuildModel(const FlagReader& r) {
+  YAML::Node m(YAML::NodeType::Map);
+  MEMTUNE_RETURN_IF_ERROR(Architecture(r, m));
+  MEMTUNE_RETURN_IF_ERROR(Moe(r, m));
+  MEMTUNE_RETURN_IF_ERROR(Mla(r, m));
+  MEMTUNE_RETURN_IF_ERROR(Parallel(r, m));
+  MEMTUNE_RETURN_IF_ERROR(Levers(r, m));
+  return m;
+}
+
+}  // namespace
+
+// Defined in megatron_args_sections.cc: train, optimizer, ddp, mixed_precision, memtune.
+Status AddRunSections(const MegatronFlags& flags, YAML::Node& job);
+
+Result<YAML::Node> BuildMegatronJob(const MegatronFlags& flags) {
+  const FlagReader reader(flags);
+  YAML::Node job(YAML::NodeType::Map);
+  MEMTUNE_TRY(job["model"], BuildModel(reader));
+  MEMTUNE_RETURN_IF_ERROR(AddRunSections(flags, job));
+  return job;
+}
+
+}  // namespace memtune::model::internal

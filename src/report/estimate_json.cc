@@ -1,0 +1,135 @@
+// JSON rendering of estimates (memtune.estimate/1) and validations (memtune.validate/1).
+#include <nlohmann/json.hpp>
+
+#include "memtune/report/estimate_report.h"
+#include "report/estimate_allocator.h"
+
+namespace memtune::report {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+const char* KindName(estimate::ComponentKind kind) {
+  switch (kind) {
+    case estimate::ComponentKind::kParameters: return "parameters";
+    case estimate::ComponentKind::kGradients: return "gradients";
+    case estimate::ComponentKind::kOptimizer: return "optimizer";
+    case estimate::ComponentKind::kActivations: return "activations";
+    case estimate::ComponentKind::kLogits: return "logits";
+    case estimate::ComponentKind::kTransient: return "transient";
+  }
+  return "parameters";
+}
+
+ordered_json RankJson(const estimate::RankEstimate& r) {
+  ordered_json j;
+  j["pp_rank"] = r.pp_rank;
+  j["layers"] = r.layers;
+  j["in_flight_microbatches"] = r.in_flight_microbatches;
+  j["peak_phase"] = r.peak_phase;
+  j["allocated_bytes"] = r.allocated_bytes;
+  j["model_state_bytes"] = r.model_state_bytes;
+  j["activation_bytes"] = r.activation_bytes;
+  j["transient_bytes"] = r.transient_bytes;
+  ordered_json components = ordered_json::object(), details = ordered_json::array();
+  for (const auto& c : r.components) {
+    components[c.name] = c.bytes;
+    details.push_back({{"name", c.name}, {"bytes", c.bytes}, {"kind", KindName(c.kind)},
+                       {"expert", c.expert}, {"explanation", c.explanation}});
+  }
+  j["components"] = components;
+  j["component_details"] = details;
+  return j;
+}
+
+ordered_json Nullable(const std::optional<std::int64_t>& v) { return v ? ordered_json(*v) : ordered_json(); }
+ordered_json Nullable(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(); }
+
+ordered_json PredictionJson(const estimate::Prediction& p) {
+  ordered_json j;
+  j["predicted_bytes"] = Nullable(p.predicted_bytes);
+  j["error_pct"] = Nullable(p.error_pct);
+  j["status"] = p.status;
+  if (!p.reason.empty()) j["reason"] = p.reason;
+  if (p.pp_rank >= 0) j["pp_rank"] = p.pp_rank;
+  return j;
+}
+
+ordered_json SummaryJson(const estimate::ErrorSummary& s) {
+  ordered_json j;
+  j["cases"] = s.cases;
+  j["predicted"] = s.predicted;
+  j["coverage"] = s.coverage;
+  j["median_abs_error_pct"] = s.median_abs_error_pct;
+  j["p90_abs_error_pct"] = s.p90_abs_error_pct;
+  j["max_abs_error_pct"] = s.max_abs_error_pct;
+  return j;
+}
+
+}  // namespace
+
+std::string RenderEstimateJson(const estimate::Estimate& e, const EstimateReportContext& ctx) {
+  ordered_json j;
+  j["schema"] = "memtune.estimate/1";
+  j["mode"] = estimate::ModeName(e.mode);
+  if (!ctx.job_name.empty()) j["job"] = ctx.job_name;
+  j["ranks"] = ordered_json::array();
+  for (const auto& r : e.ranks) j["ranks"].push_back(RankJson(r));
+  j["peak"] = {{"pp_rank", e.peak_pp_rank}, {"allocated_bytes", e.peak_allocated_bytes}};
+  ordered_json gpu;
+  gpu["name"] = ctx.gpu_name;
+  gpu["capacity_bytes"] = e.gpu_capacity_bytes;
+  gpu["non_pytorch_bytes"] = e.non_pytorch_bytes;
+  if (e.gpu_capacity_bytes > 0) {
+    const std::int64_t usable = e.gpu_capacity_bytes - e.non_pytorch_bytes;
+    gpu["usable_bytes"] = usable;
+    gpu["fits"] = e.peak_allocated_bytes <= usable;
+    gpu["headroom_bytes"] = usable - e.peak_allocated_bytes;
+  } else {
+    gpu["usable_bytes"] = nullptr;
+    gpu["fits"] = nullptr;
+    gpu["headroom_bytes"] = nullptr;
+  }
+  j["gpu"] = gpu;
+  if (ctx.forecast) internal::AddForecastJson(j, e, *ctx.forecast);  // synth: reserved + OOM verdict
+  if (!ctx.forecast_note.empty()) j["allocator_note"] = ctx.forecast_note;
+  j["defaults_used"] = ctx.defaults_used;
+  j["assumptions"] = e.assumptions;
+  j["upstream_lines"] = e.upstream_lines;
+  return j.dump(2) + "\n";
+}
+
+std::string RenderValidateJson(const estimate::ValidationReport& report) {
+  ordered_json j;
+  j["schema"] = "memtune.validate/1";
+  j["cases"] = ordered_json::array();
+  for (const auto& c : report.cases) {
+    ordered_json row;
+    row["id"] = c.measured.id;
+    row["metric"] = c.measured.metric;
+    row["rank"] = c.measured.rank;
+    row["measured_bytes"] = c.measured.measured_bytes;
+    const estimate::Prediction& p = c.accurate;
+    row["predicted_bytes"] = Nullable(p.predicted_bytes);
+    row["error_pct"] = Nullable(p.error_pct);
+    row["status"] = p.status;
+    if (!p.reason.empty()) row["reason"] = p.reason;
+    if (p.pp_rank >= 0) row["pp_rank"] = p.pp_rank;
+    if (!c.compare.empty()) {
+      ordered_json compare = ordered_json::object();
+      for (const auto& p : c.compare) compare[estimate::ModeName(p.mode)] = PredictionJson(p);
+      row["compare"] = compare;
+    }
+    j["cases"].push_back(row);
+  }
+  j["summary"] = SummaryJson(report.summary);
+  if (!report.compare.empty()) {
+    ordered_json compare = ordered_json::object();
+    for (const auto& s : report.compare) compare[estimate::ModeName(s.mode)] = SummaryJson(s);
+    j["compare_summary"] = compare;
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace memtune::report

@@ -1,0 +1,111 @@
+// Text rendering of an estimate: the per-stage component table and the verdict.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "memtune/core/units.h"
+#include "memtune/report/estimate_report.h"
+#include "report/estimate_allocator.h"
+
+namespace memtune::report {
+namespace {
+
+std::string Gb(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9); }
+
+// Component names in first-seen order over all ranks, with their explanation.
+std::vector<std::pair<std::string, std::string>> ComponentRows(const estimate::Estimate& e) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const auto& rank : e.ranks) {
+    for (const auto& c : rank.components) {
+      const bool seen = std::any_of(rows.begin(), rows.end(), [&](const auto& r) { return r.first == c.name; });
+      if (!seen) rows.emplace_back(c.name, c.explanation);
+    }
+  }
+  return rows;
+}
+
+std::int64_t BytesOf(const estimate::RankEstimate& rank, const std::string& name) {
+  for (const auto& c : rank.components) {
+    if (c.name == name) return c.bytes;
+  }
+  return 0;
+}
+
+void AppendTable(std::string& out, const estimate::Estimate& e) {
+  const auto rows = ComponentRows(e);
+  std::size_t width = 10;
+  for (const auto& r : rows) width = std::max(width, r.first.size());
+  out += fmt::format("{:<{}}", "GB (1e9)", width);
+  for (const auto& rank : e.ranks) out += fmt::format(" {:>9}", fmt::format("rank {}", rank.pp_rank));
+  out += "\n";
+  for (const auto& [name, _] : rows) {
+    out += fmt::format("{:<{}}", name, width);
+    for (const auto& rank : e.ranks) {
+      const std::int64_t b = BytesOf(rank, name);
+      out += fmt::format(" {:>9}", b == 0 ? std::string("-") : Gb(b));
+    }
+    out += "\n";
+  }
+  out += fmt::format("{:<{}}", "allocated", width);
+  for (const auto& rank : e.ranks) out += fmt::format(" {:>9}", Gb(rank.allocated_bytes));
+  out += "\n";
+  if (e.mode == estimate::Mode::kAccurate) {
+    out += fmt::format("{:<{}}", "peak at", width);
+    for (const auto& rank : e.ranks) {
+      out += fmt::format(" {:>9}", rank.peak_phase == "backward" ? "backward" : "opt.step");
+    }
+    out += fmt::format("\n{:<{}}", "in flight", width);
+    for (const auto& rank : e.ranks) out += fmt::format(" {:>9}", rank.in_flight_microbatches);
+    out += fmt::format("\n{:<{}}", "layers", width);
+    for (const auto& rank : e.ranks) out += fmt::format(" {:>9}", rank.layers);
+    out += "\n";
+  }
+  out += "\ncomponents:\n";
+  for (const auto& [name, explanation] : rows) out += fmt::format("  {:<{}}  {}\n", name, width, explanation);
+}
+
+void AppendVerdict(std::string& out, const estimate::Estimate& e, const EstimateReportContext& ctx) {
+  const std::int64_t peak = e.peak_allocated_bytes;
+  out += fmt::format("\nmost loaded: pipeline rank {}, {} GB ({}) allocated\n", e.peak_pp_rank,
+                     Gb(peak), FormatBytesBinary(peak));
+  if (e.gpu_capacity_bytes <= 0) {
+    out += "fits: unknown (no GPU given: set memtune.gpu or memtune.gpu_memory_bytes)\n";
+    return;
+  }
+  const std::int64_t usable = e.gpu_capacity_bytes - e.non_pytorch_bytes;
+  const std::int64_t headroom = usable - peak;
+  out += fmt::format("GPU {}: {} GB capacity - {} GB CUDA context and libraries = {} GB usable\n",
+                     ctx.gpu_name.empty() ? "(memtune.gpu_memory_bytes)" : ctx.gpu_name,
+                     Gb(e.gpu_capacity_bytes), Gb(e.non_pytorch_bytes), Gb(usable));
+  if (headroom >= 0) {
+    out += fmt::format("fits: yes, {} GB to spare (before allocator fragmentation)\n", Gb(headroom));
+  } else {
+    out += fmt::format("fits: NO, over by {} GB\n", Gb(-headroom));
+  }
+}
+
+void AppendList(std::string& out, const char* title, const std::vector<std::string>& items) {
+  if (items.empty()) return;
+  out += fmt::format("\n{}:\n", title);
+  for (const auto& item : items) out += fmt::format("  - {}\n", item);
+}
+
+}  // namespace
+
+std::string RenderEstimateText(const estimate::Estimate& e, const EstimateReportContext& ctx) {
+  std::string out = fmt::format("memtune estimate ({} mode){}\n\n", estimate::ModeName(e.mode),
+                                ctx.job_name.empty() ? "" : ": " + ctx.job_name);
+  AppendTable(out, e);
+  AppendVerdict(out, e, ctx);
+  if (ctx.forecast) internal::AppendForecastText(out, e, *ctx.forecast);  // synth: reserved + OOM verdict
+  if (!ctx.forecast_note.empty()) out += "\nallocator: " + ctx.forecast_note + "\n";
+  AppendList(out, "defaults assumed", ctx.defaults_used);
+  AppendList(out, "assumptions", e.assumptions);
+  AppendList(out, "upstream prints", e.upstream_lines);
+  return out;
+}
+
+}  // namespace memtune::report

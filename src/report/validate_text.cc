@@ -1,0 +1,55 @@
+// Text rendering of a validation: one row per case, then the error summary per mode.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "memtune/report/estimate_report.h"
+
+namespace memtune::report {
+namespace {
+
+std::string Gb(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9); }
+
+std::string Cell(const estimate::Prediction& p) {
+  if (!p.predicted_bytes) return fmt::format("{:>9} {:>8}", "-", p.status);
+  return fmt::format("{:>9} {:>+7.1f}%", Gb(*p.predicted_bytes), *p.error_pct);
+}
+
+std::string SummaryLine(const estimate::ErrorSummary& s) {
+  if (s.predicted == 0) return fmt::format("{}: {} cases, none predicted", estimate::ModeName(s.mode), s.cases);
+  return fmt::format("{}: {} cases, {} predicted (coverage {:.0f}%); |error| median {:.1f}%, "
+                     "p90 {:.1f}%, max {:.1f}%",
+                     estimate::ModeName(s.mode), s.cases, s.predicted, 100.0 * s.coverage,
+                     s.median_abs_error_pct, s.p90_abs_error_pct, s.max_abs_error_pct);
+}
+
+}  // namespace
+
+std::string RenderValidateText(const estimate::ValidationReport& report) {
+  std::size_t id_width = 4;
+  for (const auto& c : report.cases) id_width = std::max(id_width, c.measured.id.size());
+  std::string out = fmt::format("{:<{}} {:<13} {:<5} {:>9} {:>18}", "id", id_width, "metric", "rank",
+                                "measured", "accurate  error");
+  for (const auto& s : report.compare) out += fmt::format(" {:>18}", std::string(estimate::ModeName(s.mode)) + "  error");
+  out += "\n";
+  for (const auto& c : report.cases) {
+    out += fmt::format("{:<{}} {:<13} {:<5} {:>9} {}", c.measured.id, id_width, c.measured.metric,
+                       c.measured.rank, Gb(c.measured.measured_bytes), Cell(c.accurate));
+    for (const auto& p : c.compare) out += " " + Cell(p);
+    out += "\n";
+  }
+  out += "(GB = 1e9 bytes; error = (predicted - measured) / measured)\n";
+  bool header = false;
+  for (const auto& c : report.cases) {
+    if (c.accurate.predicted_bytes) continue;
+    if (!header) out += "\nnot predicted:\n";
+    header = true;
+    out += fmt::format("  {} ({}): {}\n", c.measured.id, c.accurate.status, c.accurate.reason);
+  }
+  out += "\nsummary:\n  " + SummaryLine(report.summary) + "\n";
+  for (const auto& s : report.compare) out += "  " + SummaryLine(s) + "\n";
+  return out;
+}
+
+}  // namespace memtune::report

@@ -1,0 +1,39 @@
+// SnapshotParser: the state of one ParseSnapshot call (the snapshot being filled and the
+// frame/stack interning tables keyed by pickle value identity, so memo-shared frames are
+// converted once).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "memtune/snapshot/snapshot.h"
+#include "snapshot/snapshot_fields.h"
+
+namespace memtune::snapshot {
+
+class SnapshotParser {
+ public:
+  Result<Snapshot> Run(PickleValue root);
+
+ private:
+  Status Segments(PickleValue list, const Path& path);        // snapshot_parse_segments.cc
+  Status OneSegment(PickleValue dict, const Path& path);
+  Status SegmentField(Segment& seg, std::string_view key, PickleValue v, const Path& path);
+  Status Blocks(Segment& seg, PickleValue list, const Path& path);
+  Result<Block> OneBlock(PickleValue dict, const Path& path, bool& has_address);
+  Status Traces(PickleValue list, const Path& path);          // snapshot_parse_traces.cc
+  Result<TraceEntry> OneEntry(PickleValue dict, const Path& path);
+  Status Settings(PickleValue dict, const Path& path);
+  Result<StackId> Stack(PickleValue frames, const Path& path);  // snapshot_parse.cc
+  Result<std::int32_t> FrameIndex(PickleValue frame, const Path& path);
+
+  Snapshot snapshot_;
+  std::unordered_map<std::uint32_t, StackId> stack_by_node_;
+  std::unordered_map<std::uint32_t, std::int32_t> frame_by_node_;
+  std::map<std::tuple<std::string, std::int64_t, std::string>, std::int32_t> frame_by_content_;
+};
+
+}  // namespace memtune::snapshot

@@ -1,0 +1,351 @@
+// One rank's allocation events, in Megatron-Core order (docs/synth.md). Sources:
+// Megatron-LM d98e8a6 training.py train_step (zero_grad, forward_backward_func,
+// optimizer.step), distributed/param_and_grad_buffer.py (params copied into one param and
+// one grad buffer per model chunk, the originals freed), optimizer/distrib_optimizer.py
+// (fp32 main-param shards at construction; `shard_main_param.grad = shard_model_grad.float()`
+// at each step, released by the next zero_grad), torch.optim Adam (exp_avg / exp_avg_sq
+// created at the first step), pipeline_parallel/schedules.py (deallocate_output_tensor after
+// each send), transformer_layer.py / TE modules (layer order, see layer_tensors.h).
+#include "synth/generator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "memtune/synth/schedule_order.h"
+
+namespace memtune::synth {
+
+using alloc::HandleId;
+using namespace est;  // NOLINT: the tensor enums
+
+Generator::Generator(const Plan& plan, int pp_rank, EventSink& sink)
+    : plan_(plan), rank_(plan.ranks[pp_rank]), pp_rank_(pp_rank), sink_(sink) {
+  recs_.resize(rank_.chunks.size() * static_cast<std::size_t>(plan.num_microbatches));
+}
+
+HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) {
+  if (bytes <= 0 || stopped_) return kNone;
+  HandleId h;
+  if (!free_handles_.empty()) {
+    h = free_handles_.back();
+    free_handles_.pop_back();
+  } else {
+    h = static_cast<HandleId>(handle_bytes_.size());
+    handle_bytes_.push_back(0);
+    handle_names_.push_back("");
+  }
+  handle_bytes_[h] = bytes;
+  handle_names_[h] = tensor;
+  label_.tensor = tensor;
+  ++events_;
+  if (!sink_.OnEvent(SynthEvent{EventOp::kAlloc, h, bytes, label_})) stopped_ = true;
+  return h;
+}
+
+void Generator::Free(HandleId h) {
+  if (h == kNone || stopped_) return;
+  ++events_;
+  EventLabel label = label_;
+  label.tensor = handle_names_[h];
+  if (!sink_.OnEvent(SynthEvent{EventOp::kFree, h, handle_bytes_[h], label})) stopped_ = true;
+  handle_bytes_[h] = 0;
+  free_handles_.push_back(h);
+}
+
+void Generator::Save(LayerRec& rec, int t, const LayerSizes& z, std::vector<HandleId>& dropped) {
+  const char* name = ActTensorName(static_cast<ActTensor>(t));
+  if (t == kAttnQkv && z.q_bytes > 0) {
+    // attention.py: the linear_qkv output (v is a view of it), then q and k after RoPE.
+    rec.saved[t] = Alloc(z.kept[t] - z.q_bytes - z.k_bytes, name);
+    rec.saved[kSlotQ] = Alloc(z.q_bytes, "act.attn_q");
+    rec.saved[kSlotK] = Alloc(z.k_bytes, "act.attn_k");
+  } else {
+    rec.saved[t] = Alloc(z.kept[t], name);
+  }
+  if (z.dropped[t] > 0) dropped.push_back(Alloc(z.dropped[t], name));
+}
+
+void Generator::FreeSaved(LayerRec& rec, int slot) {
+  Free(rec.saved[slot]);
+  rec.saved[slot] = kNone;
+}
+
+HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId input) {
+  const LayerSizes& z = plan_.sizes[lp.kind_moe][lp.kind_fp8];
+  label_.layer = lp.layer;
+  rec.saved.fill(kNone);
+  rec.saved[kLn1Input] = input;
+  std::vector<HandleId> dropped;
+  auto save = [&](int t) { Save(rec, t, z, dropped); };
+  save(kLn1Output);
+  const HandleId g1 = Alloc(z.fwd[kFwdLn1Gather], FwdTransientName(kFwdLn1Gather));
+  save(kAttnMlaLatent);
+  save(kAttnMlaUp);
+  save(kAttnQkv);
+  Free(g1);
+  save(kAttnOut);
+  save(kAttnSoftmaxStats);
+  // Row-parallel output: with SP the GEMM output is freed once reduce-scattered; without,
+  // it is all-reduced in place and feeds the residual add directly.
+  const HandleId cast = Alloc(z.fwd[kFwdProjInCast], FwdTransientName(kFwdProjInCast));
+  HandleId proj = Alloc(z.fwd[kFwdProjOut], FwdTransientName(kFwdProjOut));
+  Free(cast);
+  const HandleId proj_rs = Alloc(z.fwd[kFwdProjScatter], FwdTransientName(kFwdProjScatter));
+  if (plan_.sp) Free(std::exchange(proj, kNone));
+  save(kAttnDropoutMask);
+  save(kLn2Input);
+  Free(proj);
+  Free(proj_rs);
+  save(kLn2Output);
+  const HandleId g2 = Alloc(z.fwd[kFwdLn2Gather], FwdTransientName(kFwdLn2Gather));
+  save(kMoeRouter);
+  const HandleId dispatch = Alloc(z.fwd[kFwdMoeDispatch], FwdTransientName(kFwdMoeDispatch));
+  save(kMoeDispatch);
+  Free(dispatch);
+  save(kMlpFc1Out);
+  save(kMoeFc1Out);
+  Free(g2);
+  const HandleId act = Alloc(z.fwd[kFwdActOut], FwdTransientName(kFwdActOut));
+  save(kMlpFc2In);
+  save(kMoeFc2In);
+  Free(act);
+  save(kSharedFc1Out);
+  save(kSharedFc2In);
+  const HandleId combine = Alloc(z.fwd[kFwdMoeCombine], FwdTransientName(kFwdMoeCombine));
+  save(kMoeCombine);
+  Free(combine);
+  HandleId fc2 = Alloc(z.fwd[kFwdFc2Out], FwdTransientName(kFwdFc2Out));
+  const HandleId fc2_rs = Alloc(z.fwd[kFwdFc2Scatter], FwdTransientName(kFwdFc2Scatter));
+  if (plan_.sp) Free(std::exchange(fc2, kNone));
+  save(kMlpDropoutMask);
+  save(kLoraInput);
+  save(kLoraHidden);
+  // The residual add: the layer output, the next layer's input (act.ln1_input).
+  const HandleId output = Alloc(plan_.local_hidden, "act.layer_output");
+  Free(fc2);
+  Free(fc2_rs);
+  for (HandleId h : dropped) Free(h);
+  if (lp.keep != LayerKeep::kAll) {
+    const int first = lp.keep == LayerKeep::kCheckpointInput ? kLn1Output : kLn1Input;
+    for (int s = first; s < kSlots; ++s) FreeSaved(rec, s);
+  }
+  return output;
+}
+
+HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId grad_out) {
+  const LayerSizes& z = plan_.sizes[lp.kind_moe][lp.kind_fp8];
+  label_.layer = lp.layer;
+  std::vector<HandleId> replay;
+  const Phase phase = label_.phase;
+  label_.phase = Phase::kRecompute;
+  for (int t = 0; t < kNumActTensors; ++t) {
+    if (z.dropped[t] > 0) replay.push_back(Alloc(z.dropped[t], ActTensorName(static_cast<ActTensor>(t))));
+  }
+  label_.phase = phase;
+  // MLP backward: its whole working set is live at once (LayerBackwardWorkspace).
+  std::array<HandleId, kNumBwdTransients> w;
+  w.fill(kNone);
+  for (int t = kBwdGradGather; t < kNumBwdTransients; ++t) {
+    w[t] = Alloc(z.bwd[t], BwdTransientName(static_cast<BwdTransient>(t)));
+  }
+  for (int t = kBwdGradGather; t < kBwdFc1Dgrad; ++t) Free(w[t]);
+  for (int s : {kLn2Output, kMlpFc1Out, kMlpFc2In, kMlpDropoutMask, kMoeRouter, kMoeDispatch, kMoeFc1Out,
+                kMoeFc2In, kMoeCombine, kSharedFc1Out, kSharedFc2In}) {
+    FreeSaved(rec, s);
+  }
+  const HandleId mlp_rs = Alloc(plan_.sp ? plan_.local_hidden : 0, "bwd.fc1_dgrad_scatter");
+  Free(w[kBwdFc1Dgrad]);
+  const HandleId mid = Alloc(plan_.local_hidden, "bwd.grad_residual");  // pre-MLP norm backward + residual
+  Free(mlp_rs);
+  FreeSaved(rec, kLn2Input);
+  Free(grad_out);
+  // Attention backward.
+  const HandleId gather = Alloc(z.bwd[kBwdGradGather], BwdTransientName(kBwdGradGather));
+  const HandleId grad_o = Alloc(z.attn_bwd[kAttnBwdGradOut], AttnBwdTransientName(kAttnBwdGradOut));
+  Free(gather);
+  FreeSaved(rec, kAttnOut);
+  const HandleId dqkv = Alloc(z.attn_bwd[kAttnBwdGradQkv], AttnBwdTransientName(kAttnBwdGradQkv));
+  Free(grad_o);
+  for (int s : {int{kAttnSoftmaxStats}, int{kAttnQkv}, kSlotQ, kSlotK, int{kAttnMlaUp}, int{kAttnMlaLatent}}) {
+    FreeSaved(rec, s);
+  }
+  const HandleId ln1_g = Alloc(z.attn_bwd[kAttnBwdLn1Gather], AttnBwdTransientName(kAttnBwdLn1Gather));
+  const HandleId dgrad = Alloc(z.attn_bwd[kAttnBwdQkvDgrad], AttnBwdTransientName(kAttnBwdQkvDgrad));
+  Free(dqkv);
+  Free(ln1_g);
+  FreeSaved(rec, kLn1Output);
+  const HandleId attn_rs = Alloc(plan_.sp ? plan_.local_hidden : 0, "bwd.qkv_dgrad_scatter");
+  Free(dgrad);
+  const HandleId grad_in = Alloc(plan_.local_hidden, "bwd.grad_input");  // input-norm backward + residual
+  Free(attn_rs);
+  Free(mid);
+  for (int s : {kLn1Input, kAttnDropoutMask, kLoraInput, kLoraHidden, kCheckpointInput}) FreeSaved(rec, s);
+  for (HandleId h : replay) Free(h);
+  return grad_in;
+}
+
+// Full recompute / offload: re-run the forward of the unit whose top layer is `top`.
+void Generator::ReplayGroup(ChunkRec& rec, const ChunkPlan& chunk, int top) {
+  const int first = chunk.layers[top].group_first;
+  const Phase phase = label_.phase;
+  label_.phase = Phase::kRecompute;
+  HandleId input = rec.layers[first].saved[kLn1Input];
+  if (input == kNone) input = Alloc(plan_.local_hidden, "act.ln1_input");  // reloaded
+  for (int i = first; i <= top; ++i) {
+    LayerPlan lp = chunk.layers[i];
+    lp.keep = LayerKeep::kAll;
+    input = ForwardLayer(rec.layers[i], lp, input);
+  }
+  Free(input);  // the recomputed unit output; autograd only needs the graph behind it
+  label_.phase = phase;
+}
+
+void Generator::ForwardChunk(int c, int mb) {
+  const ChunkPlan& chunk = rank_.chunks[c];
+  ChunkRec& rec = recs_[c * plan_.num_microbatches + mb];
+  const JobFacts& f = plan_.facts;
+  label_ = EventLabel{Phase::kForward, label_.iteration, c, mb, -1, ""};
+  rec.layers.resize(chunk.layers.size());
+  HandleId x;
+  if (chunk.has_embedding) {
+    rec.tokens = Alloc(f.embedding_per_mb, "act.embedding");  // token ids (+ dropout mask)
+    x = Alloc(plan_.local_hidden, "embedding.output");
+  } else {
+    x = Alloc(plan_.local_hidden, "p2p.recv_activation");
+  }
+  for (std::size_t i = 0; i < chunk.layers.size(); ++i) x = ForwardLayer(rec.layers[i], chunk.layers[i], x);
+  label_.layer = -1;
+  if (!chunk.has_output) {
+    Free(x);  // sent to the next stage, then deallocate_output_tensor
+    return;
+  }
+  rec.final_in = x;  // the final norm keeps its input
+  rec.final_out = Alloc(f.output_hidden_per_mb - plan_.local_hidden, "act.output_input");
+  const HandleId gather = Alloc(plan_.sp ? plan_.full_hidden : 0, "fwd.output_gather");
+  if (f.logits_per_mb == f.logits_transient) {
+    rec.logits = Alloc(f.logits_per_mb, "act.logits");
+  } else {
+    const HandleId bf16 = Alloc(f.logits_transient, "fwd.logits");
+    rec.logits = Alloc(f.logits_per_mb, "act.logits");
+    Free(bf16);
+  }
+  Free(gather);
+}
+
+void Generator::BackwardChunk(int c, int mb) {
+  const ChunkPlan& chunk = rank_.chunks[c];
+  ChunkRec& rec = recs_[c * plan_.num_microbatches + mb];
+  label_ = EventLabel{Phase::kBackward, label_.iteration, c, mb, -1, ""};
+  HandleId grad;
+  if (chunk.has_output) {
+    const HandleId grad_logits = Alloc(plan_.facts.logits_transient, "bwd.grad_logits");
+    Free(rec.logits);
+    grad = Alloc(plan_.local_hidden, "bwd.grad_final_norm");
+    Free(grad_logits);
+    Free(rec.final_out);
+    if (!chunk.layers.empty()) Free(rec.final_in);
+  } else {
+    grad = Alloc(plan_.local_hidden, "p2p.recv_grad");
+  }
+  for (int i = static_cast<int>(chunk.layers.size()) - 1; i >= 0 && !stopped_; --i) {
+    const LayerPlan& lp = chunk.layers[i];
+    const bool top_of_unit = i + 1 == static_cast<int>(chunk.layers.size()) ||
+                             chunk.layers[i + 1].group_first != lp.group_first;
+    if (lp.keep != LayerKeep::kAll && top_of_unit) ReplayGroup(rec, chunk, i);
+    label_.phase = Phase::kBackward;
+    grad = BackwardLayer(rec.layers[i], lp, grad);
+  }
+  label_.layer = -1;
+  if (chunk.has_output && chunk.layers.empty()) Free(rec.final_in);
+  Free(grad);  // sent to the previous stage, or consumed by the embedding backward
+  Free(rec.tokens);
+  rec.tokens = rec.final_in = rec.final_out = rec.logits = kNone;
+}
+
+void Generator::Startup() {
+  label_ = EventLabel{Phase::kStartup, 0, -1, -1, -1, ""};
+  std::vector<std::vector<HandleId>> init(rank_.chunks.size());
+  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {  // get_model builds every chunk
+    label_.chunk = static_cast<int>(c);
+    for (const UnitState& u : rank_.chunks[c].units) {
+      label_.layer = u.layer;
+      init[c].push_back(Alloc(u.bytes.params_hp, "param.init"));
+      init[c].push_back(Alloc(u.bytes.params_fp8, "param.init_fp8"));
+      Alloc(u.bytes.buffers, "param.buffer");
+    }
+  }
+  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {  // one DDP wrapper per chunk
+    label_.chunk = static_cast<int>(c);
+    label_.layer = -1;
+    std::int64_t hp = 0, fp8 = 0, grads = 0;
+    for (const UnitState& u : rank_.chunks[c].units) {
+      hp += u.bytes.params_hp;
+      fp8 += u.bytes.params_fp8;
+      grads += u.bytes.grads;
+    }
+    Alloc(hp, "ddp.param_buffer");
+    Alloc(fp8, "ddp.param_buffer_fp8");
+    Alloc(grads, "ddp.grad_buffer");
+    for (HandleId h : init[c]) Free(h);
+  }
+  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
+    label_.chunk = static_cast<int>(c);
+    for (const UnitState& u : rank_.chunks[c].units) {
+      label_.layer = u.layer;
+      Alloc(u.bytes.main_params, "optimizer.main_param");
+      Alloc(u.bytes.fp8_transpose, "param.fp8_transpose");
+    }
+  }
+}
+
+void Generator::OptimizerStep() {
+  label_ = EventLabel{Phase::kOptimizer, label_.iteration, -1, -1, -1, ""};
+  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
+    label_.chunk = static_cast<int>(c);
+    for (const UnitState& u : rank_.chunks[c].units) {
+      label_.layer = u.layer;
+      step_grads_.push_back(Alloc(u.bytes.step_transient, "optimizer.fp32_grad"));
+    }
+  }
+  if (label_.iteration != 0) return;
+  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
+    label_.chunk = static_cast<int>(c);
+    for (const UnitState& u : rank_.chunks[c].units) {
+      label_.layer = u.layer;
+      Alloc(u.bytes.exp_avg, "optimizer.exp_avg");
+      Alloc(u.bytes.exp_avg_sq, "optimizer.exp_avg_sq");
+    }
+  }
+}
+
+void Generator::ZeroGrad() {
+  label_ = EventLabel{Phase::kZeroGrad, label_.iteration, -1, -1, -1, "optimizer.fp32_grad"};
+  for (HandleId h : step_grads_) Free(h);
+  step_grads_.clear();
+}
+
+TraceSummary Generator::Run() {
+  Startup();
+  const int chunks = static_cast<int>(rank_.chunks.size());
+  const std::vector<PipelineStep> schedule =
+      PipelineSchedule(plan_.pp_size, pp_rank_, chunks,
+                       plan_.num_microbatches, plan_.group_size, plan_.ep_overlap);
+  for (int it = 0; it < plan_.iterations && !stopped_; ++it) {
+    label_.iteration = it;
+    ZeroGrad();
+    for (const PipelineStep& s : schedule) {
+      if (stopped_) break;
+      if (s.forward) ForwardChunk(s.chunk, s.microbatch);
+      else BackwardChunk(s.chunk, s.microbatch);
+    }
+    OptimizerStep();
+  }
+  label_.iteration = plan_.iterations;
+  ZeroGrad();
+  TraceSummary summary;
+  summary.events = events_;
+  for (std::int64_t b : handle_bytes_) summary.persistent_bytes += b;
+  return summary;
+}
+
+}  // namespace memtune::synth

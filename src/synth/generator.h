@@ -1,0 +1,59 @@
+// The event generator of one pipeline rank (private): walks start-up, the Megatron-Core
+// schedule of every iteration and the optimizer step, emitting allocations and frees.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "memtune/synth/synthesize.h"
+#include "synth/plan.h"
+
+namespace memtune::synth {
+
+class Generator {
+ public:
+  Generator(const Plan& plan, int pp_rank, EventSink& sink);
+  TraceSummary Run();
+
+ private:
+  static constexpr alloc::HandleId kNone = 0xFFFFFFFFu;
+  static constexpr int kSlotQ = est::kNumActTensors, kSlotK = est::kNumActTensors + 1;
+  static constexpr int kSlots = est::kNumActTensors + 2;
+
+  struct LayerRec {
+    std::array<alloc::HandleId, kSlots> saved;
+  };
+  struct ChunkRec {
+    std::vector<LayerRec> layers;
+    alloc::HandleId tokens = kNone, final_in = kNone, final_out = kNone, logits = kNone;
+  };
+
+  alloc::HandleId Alloc(std::int64_t bytes, const char* tensor);
+  void Free(alloc::HandleId handle);
+  void Save(LayerRec& rec, int tensor, const LayerSizes& z, std::vector<alloc::HandleId>& dropped);
+  void FreeSaved(LayerRec& rec, int slot);
+
+  void Startup();
+  void OptimizerStep();
+  void ZeroGrad();
+  void ForwardChunk(int chunk, int mb);
+  void BackwardChunk(int chunk, int mb);
+  alloc::HandleId ForwardLayer(LayerRec& rec, const LayerPlan& layer, alloc::HandleId input);
+  alloc::HandleId BackwardLayer(LayerRec& rec, const LayerPlan& layer, alloc::HandleId grad_out);
+  void ReplayGroup(ChunkRec& rec, const ChunkPlan& chunk, int top);
+
+  const Plan& plan_;
+  const RankPlan& rank_;
+  int pp_rank_ = 0;
+  EventSink& sink_;
+  EventLabel label_;
+  bool stopped_ = false;
+  std::int64_t events_ = 0;
+  std::vector<std::int64_t> handle_bytes_;
+  std::vector<const char*> handle_names_;
+  std::vector<alloc::HandleId> free_handles_;
+  std::vector<ChunkRec> recs_;             // [chunk * m + mb]
+  std::vector<alloc::HandleId> step_grads_;
+};
+
+}  // namespace memtune::synth

@@ -1,0 +1,191 @@
+// TraceSynthesizer: the per-job plan (sizes from the accurate estimator) and the trace
+// writer.
+#include "memtune/synth/synthesize.h"
+
+#include <algorithm>
+
+#include "estimate/accurate.h"
+#include "synth/generator.h"
+
+namespace memtune::synth {
+namespace {
+
+Status CheckSupported(const model::Job& job, const SynthOptions& options) {
+  if (options.iterations < 1) {
+    return InvalidInput("iterations", "must be at least 1, got " + std::to_string(options.iterations));
+  }
+  if (job.memtune.framework == model::Framework::kFsdp2) {
+    return Unsupported("memtune.framework", "fsdp2 jobs cannot be synthesized yet");
+  }
+  if (job.ddp.use_megatron_fsdp) {
+    return Unsupported("ddp.use_megatron_fsdp", "Megatron-FSDP parameter gathers are not synthesized yet");
+  }
+  if (job.model.cuda_graph_impl == "full_iteration") {
+    return Unsupported("model.cuda_graph_impl", "full_iteration CUDA graphs use private pools; not modelled");
+  }
+  return OkStatus();
+}
+
+LayerSizes MakeLayerSizes(const est::ActContext& ctx, bool moe, bool fp8) {
+  LayerSizes z;
+  z.kept = est::LayerActivations(ctx, moe, fp8);
+  z.dropped = est::LayerRecomputedTensors(ctx, moe, fp8);
+  z.fwd = est::LayerForwardTransients(ctx, moe, fp8);
+  z.bwd = est::LayerBackwardTransients(ctx, moe, fp8);
+  z.attn_bwd = est::LayerAttentionBackwardTransients(ctx, fp8);
+  if (!ctx.mla) {
+    // activations.h kAttnQkv = q + k + the linear_qkv output (q + 2 kv): split it.
+    z.q_bytes = ctx.act_bytes * ctx.q_width / ctx.tp * ctx.tokens;
+    z.k_bytes = ctx.act_bytes * ctx.kv_width_per_rank * ctx.tokens;
+    if (z.kept[est::kAttnQkv] <= z.q_bytes + z.k_bytes) z.q_bytes = z.k_bytes = 0;
+  }
+  return z;
+}
+
+// MCore transformer_block.py / recompute.py / cpu_offload.py, the same policy as the
+// estimator's ChunkActivation (rank_components.cc).
+std::vector<LayerPlan> PlanLayers(const model::ModelConfig& m, const Plan& plan,
+                                  const estimate::ModelChunk& chunk) {
+  const int n = chunk.num_layers + chunk.num_mtp_layers;
+  const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
+  const int per_unit = std::max(1, m.recompute_num_layers.value_or(1));
+  const bool offload = m.cpu_offloading && m.cpu_offloading_activations;
+  const auto& pattern = plan.facts.params.moe_pattern;
+  std::vector<LayerPlan> layers(n);
+  for (int i = 0; i < n; ++i) {
+    LayerPlan& lp = layers[i];
+    lp.layer = i < chunk.num_layers ? chunk.first_layer + i : static_cast<int>(m.num_layers) + i - chunk.num_layers;
+    lp.kind_moe = lp.layer < static_cast<int>(pattern.size()) && pattern[lp.layer] ? 1 : 0;
+    lp.kind_fp8 = est::IsBf16Layer(m, lp.layer) ? 0 : 1;
+    lp.group_first = i;
+    if (full && m.recompute_method == model::RecomputeMethod::kUniform) {
+      lp.group_first = i - i % per_unit;
+      lp.keep = i == lp.group_first ? LayerKeep::kCheckpointInput : LayerKeep::kNothing;
+    } else if (full && m.recompute_method == model::RecomputeMethod::kBlock && i < per_unit) {
+      lp.keep = LayerKeep::kCheckpointInput;
+    } else if (offload && i < m.cpu_offloading_num_layers) {
+      lp.keep = LayerKeep::kNothing;
+    }
+  }
+  return layers;
+}
+
+// Model state of one unit: a stage holding just that layer / the embedding / the output.
+UnitState MakeUnit(const model::Job& job, const Plan& plan, int pp_rank, estimate::ModelChunk unit,
+                   int layer, const char* name, bool fp8_transpose) {
+  estimate::StageLayout stage;
+  stage.pp_rank = pp_rank;
+  stage.chunks.push_back(unit);
+  const est::RankParams params = est::CountRankParams(job, plan.facts.params, stage, plan.pp_size);
+  return UnitState{layer, name, est::ComputeModelState(job, params, fp8_transpose)};
+}
+
+std::vector<UnitState> PlanUnits(const model::Job& job, const Plan& plan, int pp_rank,
+                                 const estimate::ModelChunk& chunk, bool fp8_t) {
+  std::vector<UnitState> units;
+  estimate::ModelChunk base;
+  base.vp_stage = chunk.vp_stage;
+  if (chunk.has_embedding) {
+    estimate::ModelChunk u = base;
+    u.has_embedding = true;
+    units.push_back(MakeUnit(job, plan, pp_rank, u, -1, "embedding", fp8_t));
+  }
+  for (int i = 0; i < chunk.num_layers; ++i) {
+    estimate::ModelChunk u = base;
+    u.first_layer = chunk.first_layer + i;
+    u.num_layers = 1;
+    units.push_back(MakeUnit(job, plan, pp_rank, u, u.first_layer, "layer", fp8_t));
+  }
+  if (chunk.num_mtp_layers > 0) {
+    estimate::ModelChunk u = base;
+    u.num_mtp_layers = chunk.num_mtp_layers;
+    units.push_back(MakeUnit(job, plan, pp_rank, u, static_cast<int>(job.model.num_layers), "mtp", fp8_t));
+  }
+  if (chunk.has_output) {
+    estimate::ModelChunk u = base;
+    u.has_output = true;
+    units.push_back(MakeUnit(job, plan, pp_rank, u, -1, "output", fp8_t));
+  }
+  return units;
+}
+
+}  // namespace
+
+TraceSynthesizer::TraceSynthesizer(std::unique_ptr<Plan> plan) : plan_(std::move(plan)) {}
+TraceSynthesizer::~TraceSynthesizer() = default;
+TraceSynthesizer::TraceSynthesizer(TraceSynthesizer&&) noexcept = default;
+TraceSynthesizer& TraceSynthesizer::operator=(TraceSynthesizer&&) noexcept = default;
+
+Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const SynthOptions& options) {
+  MEMTUNE_RETURN_IF_ERROR(CheckSupported(job, options));
+  MEMTUNE_TRY(auto stages, estimate::BuildPipelineLayout(job.model));
+  const auto& m = job.model;
+  auto plan = std::make_unique<Plan>();
+  estimate::EstimateOptions eo;
+  eo.num_microbatches = options.num_microbatches;
+  plan->facts = est::MakeJobFacts(job, eo);
+  plan->pp_size = static_cast<int>(stages.size());
+  plan->iterations = options.iterations;
+  plan->num_microbatches = plan->facts.num_microbatches;
+  plan->group_size = plan->facts.group_size;
+  plan->ep_overlap = m.overlap_moe_expert_parallel_comm;
+  const est::ActContext& ctx = plan->facts.act;
+  plan->sp = ctx.hid_div > 1;
+  plan->local_hidden = ctx.act_bytes * ctx.h / ctx.hid_div * ctx.tokens;
+  plan->full_hidden = ctx.act_bytes * ctx.h * ctx.tokens;
+  for (int moe = 0; moe < 2; ++moe) {
+    for (int fp8 = 0; fp8 < 2; ++fp8) plan->sizes[moe][fp8] = MakeLayerSizes(ctx, moe == 1, fp8 == 1);
+  }
+  const bool fp8_t = est::KeepsFp8Transpose(job);
+  plan->ranks.resize(stages.size());
+  for (const auto& stage : stages) {
+    RankPlan& rank = plan->ranks[stage.pp_rank];
+    for (const auto& chunk : stage.chunks) {
+      ChunkPlan cp;
+      cp.layers = PlanLayers(m, *plan, chunk);
+      cp.has_embedding = chunk.has_embedding;
+      cp.has_output = chunk.has_output;
+      cp.units = PlanUnits(job, *plan, stage.pp_rank, chunk, fp8_t);
+      rank.chunks.push_back(std::move(cp));
+    }
+  }
+  return TraceSynthesizer(std::move(plan));
+}
+
+int TraceSynthesizer::num_stages() const { return plan_->pp_size; }
+int TraceSynthesizer::iterations() const { return plan_->iterations; }
+
+TraceSummary TraceSynthesizer::Synthesize(int pp_rank, EventSink& sink) const {
+  Generator generator(*plan_, pp_rank, sink);
+  return generator.Run();
+}
+
+namespace {
+
+class TextSink : public EventSink {
+ public:
+  explicit TextSink(std::ostream& out) : out_(out) {}
+  bool OnEvent(const SynthEvent& e) override {
+    if (e.op == EventOp::kAlloc) {
+      out_ << "alloc h" << e.handle << ' ' << e.bytes;
+    } else {
+      out_ << "free h" << e.handle;
+    }
+    out_ << "  # " << FormatLabel(e.label) << '\n';
+    return true;
+  }
+
+ private:
+  std::ostream& out_;
+};
+
+}  // namespace
+
+TraceSummary WriteTrace(const TraceSynthesizer& synth, int pp_rank, std::ostream& out) {
+  out << "# memtune synthesized allocation trace: pipeline rank " << pp_rank << ", "
+      << synth.iterations() << " iteration(s) after start-up (docs/synth.md)\n";
+  TextSink sink(out);
+  return synth.Synthesize(pp_rank, sink);
+}
+
+}  // namespace memtune::synth

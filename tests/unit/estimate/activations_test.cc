@@ -1,0 +1,148 @@
+// Per-layer saved activations of small hand-checkable layers (docs/estimator.md).
+#include "estimate/activations.h"
+
+#include <gtest/gtest.h>
+
+#include "unit/estimate/test_jobs.h"
+
+namespace memtune::estimate::internal {
+namespace {
+
+using testing::TinyJob;
+
+// TinyJob per token (bf16, TP1, no SP): ln1_in 16, ln1_out 16, qkv (q 16 + k 16 + mixed
+// 48) 80, attn_out 16, softmax stats 8, ln2_in 16, ln2_out 16, fc1_out 64, fc2_in 32 = 264;
+// times 4 tokens.
+TEST(ActivationsTest, DenseBf16LayerTensorByTensor) {
+  const auto a = LayerActivations(MakeActContext(TinyJob()), false, true);
+  EXPECT_EQ(a[kLn1Input], 64);
+  EXPECT_EQ(a[kLn1Output], 64);
+  EXPECT_EQ(a[kAttnQkv], 320);
+  EXPECT_EQ(a[kAttnOut], 64);
+  EXPECT_EQ(a[kAttnSoftmaxStats], 32);
+  EXPECT_EQ(a[kLn2Input], 64);
+  EXPECT_EQ(a[kLn2Output], 64);
+  EXPECT_EQ(a[kMlpFc1Out], 256);
+  EXPECT_EQ(a[kMlpFc2In], 128);
+  EXPECT_EQ(a[kAttnDropoutMask], 0);
+  EXPECT_EQ(SumBytes(a), 1056);
+}
+
+TEST(ActivationsTest, CoreAttnRecomputeDropsOnlySoftmaxStats) {
+  auto job = TinyJob();
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"core_attn"};
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kAttnSoftmaxStats], 0);
+  EXPECT_EQ(a[kAttnQkv], 320);
+  EXPECT_EQ(SumBytes(a), 1024);
+}
+
+TEST(ActivationsTest, MlpRecomputeKeepsOnlyTheMlpInput) {
+  auto job = TinyJob();
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"mlp"};
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kLn2Input], 64);
+  EXPECT_EQ(a[kLn2Output] + a[kMlpFc1Out] + a[kMlpFc2In], 0);
+  EXPECT_EQ(SumBytes(a), 1056 - 64 - 256 - 128);
+}
+
+TEST(ActivationsTest, LayernormRecomputeIsANoOpForFusedDenseNorms) {
+  auto job = TinyJob();
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"layernorm"};
+  EXPECT_EQ(SumBytes(LayerActivations(MakeActContext(job), false, true)), 1056);
+}
+
+TEST(ActivationsTest, Fp8SavesGemmInputsInOneByte) {
+  auto job = TinyJob();
+  job.model.fp8 = "hybrid";
+  job.model.fp8_recipe = "tensorwise";
+  const auto ctx = MakeActContext(job);
+  const auto a = LayerActivations(ctx, false, true);
+  EXPECT_EQ(a[kLn1Output], 32);
+  EXPECT_EQ(a[kLn2Output], 32);
+  EXPECT_EQ(a[kMlpFc2In], 64);
+  EXPECT_EQ(a[kAttnOut], 64);  // linear_proj keeps the bf16 attention output
+  // A first/last layer kept in bf16 saves bf16 inputs.
+  EXPECT_EQ(SumBytes(LayerActivations(ctx, false, false)), 1056);
+}
+
+TEST(ActivationsTest, DelayedScalingProjKeepsFp8CopyToo) {
+  auto job = TinyJob();
+  job.model.fp8 = "hybrid";
+  job.model.fp8_recipe = "delayed";
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnOut], 64 + 32);
+}
+
+TEST(ActivationsTest, DropoutAddsOneBytePerElementMasks) {
+  auto job = TinyJob();
+  job.model.hidden_dropout = 0.1;
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kAttnDropoutMask], 32);
+  EXPECT_EQ(a[kMlpDropoutMask], 32);
+}
+
+TEST(ActivationsTest, SequenceParallelShardsHiddenTensorsOverTp) {
+  auto job = TinyJob();
+  job.model.tensor_model_parallel_size = 2;
+  job.model.sequence_parallel = true;
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kLn1Input], 32);
+  EXPECT_EQ(a[kMlpFc1Out], 128);
+  job.model.sequence_parallel = false;  // without SP the norm tensors are whole
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kLn1Input], 64);
+}
+
+TEST(ActivationsTest, PeftFrozenBaseKeepsNoGemmInputsButLoraKeepsGathered) {
+  auto job = TinyJob();
+  job.peft = model::PeftConfig{};
+  job.peft->dim = 2;
+  job.peft->target_modules = {"linear_qkv"};
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kLn1Output], 0);
+  EXPECT_EQ(a[kMlpFc2In], 0);
+  EXPECT_EQ(a[kLoraInput], 64);   // the norm output, bf16
+  EXPECT_EQ(a[kLoraHidden], 16);  // 2 B * dim 2 * 4 tokens
+}
+
+TEST(ActivationsTest, LoraRegatherKeepsLocalShard) {
+  auto job = TinyJob();
+  job.model.tensor_model_parallel_size = 2;
+  job.model.sequence_parallel = true;
+  job.peft = model::PeftConfig{};
+  job.peft->target_modules = {"linear_qkv"};
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kLoraInput], 64);
+  job.peft->sequence_parallel_input_regather = true;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kLoraInput], 32);
+}
+
+TEST(ActivationsTest, MoeModulesDropTheirTensors) {
+  auto job = TinyJob();
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 8;
+  auto ctx = MakeActContext(job);
+  const auto a = LayerActivations(ctx, true, true);
+  EXPECT_EQ(a[kMoeRouter], 4 * 32);       // fp32 logits + probs, 4 experts
+  EXPECT_EQ(a[kMoeDispatch], 4 * 2 * 16);  // top-2 copies of the 8-wide token
+  EXPECT_EQ(a[kMoeFc1Out], 4 * 2 * 2 * 16);
+  EXPECT_EQ(a[kMoeFc2In], 4 * 2 * 16);
+  ctx.recompute_moe_act = true;
+  EXPECT_EQ(LayerActivations(ctx, true, true)[kMoeFc2In], 0);
+  ctx.recompute_moe = true;
+  const auto none = LayerActivations(ctx, true, true);
+  EXPECT_EQ(none[kMoeRouter] + none[kMoeDispatch] + none[kMoeFc1Out] + none[kMoeCombine], 0);
+  EXPECT_EQ(none[kLn2Output], 64);  // the checkpointed MoE keeps its input
+}
+
+TEST(ActivationsTest, CheckpointInputAndWorkspace) {
+  auto job = TinyJob();
+  const auto ctx = MakeActContext(job);
+  EXPECT_EQ(CheckpointInputBytes(ctx, false), 64);
+  EXPECT_GT(LayerBackwardWorkspace(ctx, false, true), 0);
+}
+
+}  // namespace
+}  // namespace memtune::estimate::internal

@@ -1,0 +1,137 @@
+// Model state per rank: dtypes, gradient buffers, optimizer sharding, PEFT, FSDP.
+#include "estimate/model_state.h"
+
+#include <gtest/gtest.h>
+
+#include "unit/estimate/test_jobs.h"
+
+namespace memtune::estimate::internal {
+namespace {
+
+using testing::TinyJob;
+
+ModelStateBytes StateOf(const model::Job& job, bool transpose = true) {
+  auto stages = BuildPipelineLayout(job.model);
+  EXPECT_TRUE(stages);
+  const auto params = CountRankParams(job, MakeParamCatalog(job), stages->front(),
+                                      job.model.pipeline_model_parallel_size);
+  return ComputeModelState(job, params, transpose);
+}
+
+std::int64_t Params(const model::Job& job) {
+  return model::CountParameters(job.model, model::PaddedVocabSize(job));
+}
+
+TEST(ModelStateTest, Bf16AdamWithoutDistributedOptimizerIs18BytesPerParam) {
+  const auto job = TinyJob();
+  const auto s = StateOf(job);
+  EXPECT_EQ(s.params_hp, 2 * Params(job));
+  EXPECT_EQ(s.grads, 4 * Params(job));
+  EXPECT_EQ(s.main_params + s.exp_avg + s.exp_avg_sq, 12 * Params(job));
+  EXPECT_EQ(s.Total(), 18 * Params(job));
+  EXPECT_EQ(s.step_transient, 0);  // fp32 grads: .float() is a no-op
+}
+
+TEST(ModelStateTest, Bf16GradsMakeAnOptimizerStepCopy) {
+  auto job = TinyJob();
+  job.ddp.grad_reduce_in_fp32 = false;
+  const auto s = StateOf(job);
+  EXPECT_EQ(s.grads, 2 * Params(job));
+  EXPECT_EQ(s.step_transient, 4 * Params(job));
+}
+
+TEST(ModelStateTest, DistributedOptimizerShardsOverDataAndContextParallel) {
+  auto job = TinyJob();
+  job.memtune.world_size = 8;
+  job.model.context_parallel_size = 2;
+  job.optimizer.use_distributed_optimizer = true;
+  const auto s = StateOf(job);
+  EXPECT_EQ(s.main_params, 4 * Params(job) / 8);
+  EXPECT_EQ(s.exp_avg_sq, 4 * Params(job) / 8);
+  job.ddp.num_distributed_optimizer_instances = 2;
+  EXPECT_EQ(StateOf(job).main_params, 4 * Params(job) / 4);
+}
+
+TEST(ModelStateTest, Fp8ParamsStoreLinearWeightsInOneByteWithHopperTranspose) {
+  auto job = TinyJob();
+  job.model.fp8 = "hybrid";
+  job.model.fp8_recipe = "tensorwise";
+  job.model.fp8_param = job.model.fp8_param_gather = true;
+  const auto s = StateOf(job);
+  // Linear weights per layer: qkv 8x24 + proj 8x8 + fc1 8x32 + fc2 16x8 = 640; 2 layers.
+  EXPECT_EQ(s.params_fp8, 1280);
+  EXPECT_EQ(s.fp8_transpose, 1280);
+  EXPECT_EQ(s.params_hp, 2 * (Params(job) - 1280));
+  EXPECT_EQ(StateOf(job, false).fp8_transpose, 0);  // Blackwell: no transpose
+}
+
+TEST(ModelStateTest, Fp8WithoutFp8ParamsCachesQuantizedWeights) {
+  auto job = TinyJob();
+  job.model.fp8 = "hybrid";
+  const auto s = StateOf(job);
+  EXPECT_EQ(s.params_fp8, 0);
+  EXPECT_EQ(s.fp8_transpose, 2 * 1280);
+}
+
+TEST(ModelStateTest, PrecisionAwareOptimizerDtypesAndSgd) {
+  auto job = TinyJob();
+  job.optimizer.use_precision_aware_optimizer = true;
+  job.optimizer.exp_avg_dtype = model::Dtype::kBf16;
+  job.optimizer.exp_avg_sq_dtype = model::Dtype::kBf16;
+  EXPECT_EQ(StateOf(job).exp_avg, 2 * Params(job));
+  job = TinyJob();
+  job.optimizer.optimizer = "sgd";
+  const auto s = StateOf(job);
+  EXPECT_EQ(s.exp_avg + s.exp_avg_sq, 0);
+  EXPECT_EQ(s.main_params, 4 * Params(job));
+}
+
+TEST(ModelStateTest, PeftFrozenBaseHasNoGradientsOrOptimizerState) {
+  auto job = TinyJob();
+  job.peft = model::PeftConfig{};
+  job.peft->dim = 2;
+  job.peft->target_modules = {"linear_qkv"};
+  const auto s = StateOf(job);
+  const std::int64_t adapters = 2 * 2 * (8 + 24);  // 2 layers * dim * (in + out)
+  EXPECT_EQ(s.params_hp, 2 * (Params(job) + adapters));
+  EXPECT_EQ(s.grads, 4 * adapters);
+  EXPECT_EQ(s.main_params, 4 * adapters);
+}
+
+TEST(ModelStateTest, OptimizerCpuOffloadMovesTheFractionOffGpu) {
+  auto job = TinyJob();
+  job.optimizer.optimizer_cpu_offload = true;
+  job.optimizer.optimizer_offload_fraction = 0.5;
+  EXPECT_EQ(StateOf(job).exp_avg, 2 * Params(job));
+}
+
+TEST(ModelStateTest, MegatronFsdpStrategiesShardMoreState) {
+  auto job = TinyJob();
+  job.memtune.world_size = 4;
+  job.ddp.use_megatron_fsdp = true;
+  job.ddp.data_parallel_sharding_strategy = "optim";
+  auto s = StateOf(job);
+  EXPECT_EQ(s.grads, 4 * Params(job));
+  EXPECT_EQ(s.main_params, Params(job));
+  job.ddp.data_parallel_sharding_strategy = "optim_grads";
+  EXPECT_EQ(StateOf(job).grads, Params(job));
+  job.ddp.data_parallel_sharding_strategy = "optim_grads_params";
+  s = StateOf(job);
+  EXPECT_EQ(s.params_hp, 2 * Params(job) / 4);
+  EXPECT_GT(s.fsdp_gather, 0);
+}
+
+TEST(ModelStateTest, TiedEmbeddingsWithPipelineKeepACopyOnTheLastStage) {
+  auto job = TinyJob();
+  job.model.share_embeddings_and_output_weights = true;
+  job.model.pipeline_model_parallel_size = 2;
+  auto stages = BuildPipelineLayout(job.model);
+  ASSERT_TRUE(stages);
+  const auto catalog = MakeParamCatalog(job);
+  const auto first = CountRankParams(job, catalog, (*stages)[0], 2);
+  const auto last = CountRankParams(job, catalog, (*stages)[1], 2);
+  EXPECT_EQ(first.dense_hp + first.dense_fp8, last.dense_hp + last.dense_fp8 - 8);  // + final norm
+}
+
+}  // namespace
+}  // namespace memtune::estimate::internal

@@ -1,0 +1,88 @@
+// Jobs built in code for the estimator tests (no parser involved).
+#pragma once
+
+#include "memtune/model/job.h"
+
+namespace memtune::estimate::testing {
+
+// A tiny bf16 dense model small enough to check by hand: h=8, 2 heads of 4 (q width 8,
+// kv width 8), gated MLP f=16, 2 layers, vocab 32, seq 4, mbs 1, TP=PP=1, no dropout.
+inline model::Job TinyJob() {
+  model::Job job;
+  auto& m = job.model;
+  m.num_layers = 2;
+  m.hidden_size = 8;
+  m.ffn_hidden_size = 16;
+  m.num_attention_heads = 2;
+  m.num_query_groups = 2;
+  m.kv_channels = 4;
+  m.vocab_size = 32;
+  m.make_vocab_size_divisible_by = 1;
+  m.share_embeddings_and_output_weights = false;
+  m.gated_linear_unit = true;
+  m.activation_func = "silu";
+  m.normalization = model::Normalization::kRMSNorm;
+  m.add_bias_linear = false;
+  m.hidden_dropout = 0;
+  m.attention_dropout = 0;
+  m.position_embedding_type = "rope";
+  m.seq_length = 4;
+  m.bf16 = true;
+  m.params_dtype = model::Dtype::kBf16;
+  m.pipeline_dtype = model::Dtype::kBf16;
+  m.recompute_modules = {};
+  job.train.micro_batch_size = 1;
+  job.train.global_batch_size = 1;
+  job.optimizer.bf16 = true;
+  job.ddp.grad_reduce_in_fp32 = true;
+  job.memtune.world_size = 1;
+  return job;
+}
+
+// Llama3-70B FP8-CS SFT, TP4 PP4 VPP5 DP2 (megatron.md §3, the Bridge perf recipe).
+inline model::Job Llama70BJob() {
+  model::Job job;
+  auto& m = job.model;
+  m.num_layers = 80;
+  m.hidden_size = 8192;
+  m.ffn_hidden_size = 28672;
+  m.num_attention_heads = 64;
+  m.num_query_groups = 8;
+  m.kv_channels = 128;
+  m.vocab_size = 128256;
+  m.should_pad_vocab = true;
+  m.share_embeddings_and_output_weights = false;
+  m.gated_linear_unit = true;
+  m.activation_func = "silu";
+  m.normalization = model::Normalization::kRMSNorm;
+  m.add_bias_linear = false;
+  m.hidden_dropout = 0;
+  m.attention_dropout = 0;
+  m.position_embedding_type = "rope";
+  m.tensor_model_parallel_size = 4;
+  m.pipeline_model_parallel_size = 4;
+  m.virtual_pipeline_model_parallel_size = 5;
+  m.sequence_parallel = true;
+  m.seq_length = 4096;
+  m.recompute_granularity = model::RecomputeGranularity::kSelective;
+  m.recompute_modules = {"core_attn"};
+  m.fp8 = "hybrid";
+  m.fp8_recipe = "tensorwise";
+  m.fp8_param = true;
+  m.fp8_param_gather = true;
+  m.bf16 = true;
+  m.params_dtype = model::Dtype::kBf16;
+  m.pipeline_dtype = model::Dtype::kBf16;
+  m.cross_entropy_loss_fusion = true;
+  job.train.micro_batch_size = 1;
+  job.train.global_batch_size = 32;
+  job.optimizer.use_distributed_optimizer = true;
+  job.optimizer.bf16 = true;
+  job.ddp.use_distributed_optimizer = true;
+  job.ddp.grad_reduce_in_fp32 = false;
+  job.memtune.world_size = 32;
+  job.memtune.gpu = "h100-sxm-80gb";
+  return job;
+}
+
+}  // namespace memtune::estimate::testing

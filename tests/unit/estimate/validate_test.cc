@@ -1,0 +1,79 @@
+// Validation cases: parsing, per-rank prediction and the error summary.
+#include "memtune/estimate/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace memtune::estimate {
+namespace {
+
+TEST(ValidateTest, ParseErrorsNameLineAndField) {
+  auto bad_json = ParseValidationCases("\n{not json}\n", "cases.jsonl");
+  ASSERT_FALSE(bad_json);
+  EXPECT_EQ(bad_json.error().Describe(), "cases.jsonl:2: not valid JSON");
+  auto bad_metric = ParseValidationCases(
+      R"({"id": "a", "job": {}, "measured": {"metric": "peak", "bytes": 1}})", "c");
+  ASSERT_FALSE(bad_metric);
+  EXPECT_EQ(bad_metric.error().Describe(),
+            "c:1: measured.metric must be one of max_allocated, max_reserved, peak_active, device_used");
+  auto bad_rank = ParseValidationCases(
+      R"({"id": "a", "job": {}, "measured": {"metric": "max_allocated", "bytes": 1, "rank": "3"}})", "c");
+  ASSERT_FALSE(bad_rank);
+  EXPECT_EQ(bad_rank.error().Describe(), "c:1: measured.rank must be one of max, rank0, last (got '3')");
+}
+
+TEST(ValidateTest, CommentsAndBlankLinesAreSkipped) {
+  auto cases = ParseValidationCases(
+      "# note\n\n" R"({"id": "a", "job": {"model": {}}, "measured": {"metric": "max_reserved", "bytes": 5}})",
+      "c");
+  ASSERT_TRUE(cases);
+  ASSERT_EQ(cases->size(), 1u);
+  EXPECT_EQ((*cases)[0].rank, "max");
+  EXPECT_EQ((*cases)[0].measured_bytes, 5);
+}
+
+std::vector<ValidationCase> PublicCases() {
+  std::ifstream in(std::string(MEMTUNE_SOURCE_DIR) + "/tests/data/measured-public.jsonl");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto cases = ParseValidationCases(text.str(), "measured-public.jsonl");
+  EXPECT_TRUE(cases);
+  return cases ? *cases : std::vector<ValidationCase>{};
+}
+
+TEST(ValidateTest, PublicCasesArePredictedOrUnsupportedNeverDropped) {
+  const auto cases = PublicCases();
+  ASSERT_EQ(cases.size(), 13u);
+  ValidateOptions options;
+  options.compare = {Mode::kMegatronLm, Mode::kBridge};
+  const auto report = Validate(cases, options);
+  ASSERT_EQ(report.cases.size(), 13u);
+  EXPECT_EQ(report.summary.cases, 13);
+  EXPECT_EQ(report.summary.predicted, 8);  // the 5 FSDP2 max_reserved cases are unsupported
+  for (const auto& c : report.cases) {
+    if (c.measured.metric == "max_reserved") {
+      EXPECT_EQ(c.accurate.status, "unsupported") << c.measured.id;
+      EXPECT_FALSE(c.accurate.predicted_bytes);
+    } else {
+      EXPECT_EQ(c.accurate.status, "ok") << c.measured.id << ": " << c.accurate.reason;
+    }
+    EXPECT_EQ(c.compare.size(), 2u);
+  }
+  EXPECT_LE(report.summary.median_abs_error_pct, report.summary.p90_abs_error_pct);
+  EXPECT_LE(report.summary.p90_abs_error_pct, report.summary.max_abs_error_pct);
+}
+
+TEST(ValidateTest, RankOverridePicksTheStage) {
+  const auto cases = PublicCases();
+  ValidateOptions last;
+  last.rank_override = "last";
+  const auto report = Validate(cases, last);
+  for (const auto& c : report.cases) {
+    if (c.measured.id == "mb-skill-llama3-70b-sft-fp8-pp8") EXPECT_EQ(c.accurate.pp_rank, 7);
+  }
+}
+
+}  // namespace
+}  // namespace memtune::estimate

@@ -1,0 +1,98 @@
+// ComposeJob: document + Megatron-LM arguments + flag/--set overrides through one parser.
+#include "memtune/model/job_compose.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace memtune::model {
+namespace {
+
+using ::testing::ElementsAre;
+
+constexpr const char* kDoc =
+    "model: {num_layers: 4, hidden_size: 256, num_attention_heads: 8, vocab_size: 1000,\n"
+    "        tensor_model_parallel_size: 2}\n"
+    "mixed_precision: bf16_with_fp8_current_scaling_mixed\n";
+
+Result<JobDocument> Compose(std::vector<JobOverride> overrides, std::string doc = kDoc) {
+  JobInputs inputs;
+  inputs.document = std::move(doc);
+  inputs.overrides = std::move(overrides);
+  return ComposeJob(inputs);
+}
+
+TEST(JobComposeTest, OverridesWinInOrder) {
+  auto doc = Compose({{"model.tensor_model_parallel_size", "4", "--tp"},
+                      {"model.recompute_modules", "[mlp, core_attn]", "--set"},
+                      {"model.recompute_granularity", "selective", "--set"},
+                      {"model.tensor_model_parallel_size", "8", "--set"},
+                      {"memtune.env.PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", "--set"}});
+  ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
+  EXPECT_EQ(doc->job.model.tensor_model_parallel_size, 8);
+  EXPECT_THAT(doc->job.model.recompute_modules, ElementsAre("mlp", "core_attn"));
+  EXPECT_EQ(doc->job.memtune.env.at("PYTORCH_CUDA_ALLOC_CONF"), "expandable_segments:True");
+}
+
+TEST(JobComposeTest, SettingAFieldOfAPresetKeepsThePreset) {
+  auto doc = Compose({{"mixed_precision.first_last_layers_bf16", "false", "--set"}});
+  ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
+  EXPECT_EQ(doc->job.model.fp8, "hybrid");
+  EXPECT_EQ(doc->job.model.fp8_recipe, "tensorwise");
+  EXPECT_FALSE(doc->job.model.first_last_layers_bf16);
+  EXPECT_EQ(doc->job.mixed_precision, "custom");
+}
+
+TEST(JobComposeTest, NoDocumentAtAll) {
+  auto doc = Compose({{"model.preset", "llama3-8b", "--model"},
+                      {"model.seq_length", "2048", "--seq"},
+                      {"dataset.seq_length", "2048", "--seq"},
+                      {"memtune.world_size", "8", "--world-size"}},
+                     "");
+  ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
+  EXPECT_EQ(doc->job.model.num_layers, 32);
+  EXPECT_EQ(doc->job.model.seq_length, 2048);
+  EXPECT_EQ(doc->job.train.global_batch_size, 8);  // one micro-batch per DP rank
+}
+
+TEST(JobComposeTest, ErrorsNameTheOverride) {
+  auto bad = Compose({{"model.tensor_model_parallel_size", "0", "--tp"}});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message,
+            "model.tensor_model_parallel_size = 0 is out of range (from --tp)");
+  auto list = Compose({{"model.recompute_modules", "[mlp, attn]", "--set"}});
+  ASSERT_FALSE(list.has_value());
+  EXPECT_EQ(list.error().message, "model.recompute_modules[1] = 'attn' is not a known value (from --set)");
+  auto yaml = Compose({{"model.recompute_modules", "[mlp", "--set"}});
+  ASSERT_FALSE(yaml.has_value());
+  EXPECT_EQ(yaml.error().message,
+            "--set model.recompute_modules:1:1: end of sequence flow not found");
+  auto through = Compose({{"model.num_layers.x", "1", "--set"}});
+  ASSERT_FALSE(through.has_value());
+  EXPECT_EQ(through.error().message, "--set model.num_layers.x: model.num_layers = 4 is not a mapping");
+  auto empty = Compose({{"model..x", "1", "--set"}});
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_EQ(empty.error().message, "--set model..x: empty field name in the path");
+}
+
+TEST(JobComposeTest, MegatronArgumentsOverrideTheDocument) {
+  JobInputs inputs;
+  inputs.document = "memtune: {gpu: h100-sxm-80gb}\n";
+  inputs.megatron_args =
+      "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 "
+      "--num-attention-heads 8 --seq-length 512 --max-position-embeddings 512 "
+      "--vocab-size 1000 --micro-batch-size 1 --bf16 --lr 1e-4";
+  inputs.overrides = {{"model.tensor_model_parallel_size", "2", "--tp"}};
+  auto doc = ComposeJob(inputs);
+  ASSERT_TRUE(doc.has_value()) << doc.error().Describe() << "; " << doc.error().hint;
+  EXPECT_EQ(doc->job.model.num_layers, 2);
+  EXPECT_EQ(doc->job.model.tensor_model_parallel_size, 2);
+  EXPECT_EQ(doc->job.memtune.world_size, 8);
+  EXPECT_EQ(doc->job.memtune.gpu, "h100-sxm-80gb");
+  EXPECT_TRUE(doc->job.model.bf16);
+  EXPECT_THAT(doc->ignored_fields, ::testing::Contains("--lr"));
+}
+
+}  // namespace
+}  // namespace memtune::model

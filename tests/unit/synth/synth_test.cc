@@ -1,0 +1,158 @@
+// Trace synthesis on small jobs checked by hand, and invariants on the seed case.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "memtune/estimate/estimate.h"
+#include "memtune/synth/synthesize.h"
+#include "unit/estimate/test_jobs.h"
+#include "unit/synth/synth_test_util.h"
+
+namespace memtune::synth {
+namespace {
+
+using estimate::testing::Llama70BJob;
+using estimate::testing::TinyJob;
+using testing::Recorder;
+
+Recorder Record(const model::Job& job, int rank, bool keep_events = false) {
+  auto synth = TraceSynthesizer::Create(job);
+  EXPECT_TRUE(synth) << synth.error().Describe();
+  Recorder rec;
+  rec.keep_events = keep_events;
+  synth->Synthesize(rank, rec);
+  return rec;
+}
+
+// "alloc act.ln1_output 64" / "free fwd.proj_out".
+std::vector<std::string> Lines(const Recorder& rec, Phase phase, int iteration, int layer) {
+  std::vector<std::string> out;
+  for (const auto& e : rec.events) {
+    if (e.label.phase != phase || e.label.iteration != iteration || e.label.layer != layer) continue;
+    out.push_back(e.op == EventOp::kAlloc ? "alloc " + std::string(e.label.tensor) + " " + std::to_string(e.bytes)
+                                          : "free " + std::string(e.label.tensor));
+  }
+  return out;
+}
+
+// TinyJob, one layer: h=8, q=kv=8, f=16 (gated), 4 tokens, bf16, TP=PP=1.
+TEST(SynthTest, OneLayerForwardByHand) {
+  auto job = TinyJob();
+  job.model.num_layers = 1;
+  const Recorder rec = Record(job, 0, true);
+  const std::vector<std::string> want = {
+      "alloc act.ln1_output 64",         // 2 B · 8 · 4 tokens
+      "alloc act.attn_qkv 192",          // linear_qkv output: 2 · (8 + 16) · 4
+      "alloc act.attn_q 64",             // q after RoPE
+      "alloc act.attn_k 64",             // k after RoPE
+      "alloc act.attn_out 64",
+      "alloc act.attn_softmax_stats 32", // fp32 · 2 heads · 4 tokens
+      "alloc fwd.proj_out 64",           // no SP: all-reduced in place
+      "alloc act.ln2_input 64",          // residual add
+      "free fwd.proj_out",
+      "alloc act.ln2_output 64",
+      "alloc act.mlp_fc1_out 256",       // 2 · 2 · 16 · 4
+      "alloc act.mlp_fc2_in 128",
+      "alloc fwd.fc2_out 64",
+      "alloc act.layer_output 64",       // the residual add: the final norm's input
+      "free fwd.fc2_out",
+  };
+  EXPECT_EQ(Lines(rec, Phase::kForward, 0, 0), want);
+  const std::vector<std::string> backward = {
+      "alloc bwd.grad_gather 64", "alloc bwd.grad_fc2_in 128", "alloc bwd.grad_fc1_out 256",
+      "alloc bwd.fc1_in_gather 64", "alloc bwd.fc1_dgrad 64",  // the MLP working set, all live
+      "free bwd.grad_gather", "free bwd.grad_fc2_in", "free bwd.grad_fc1_out", "free bwd.fc1_in_gather",
+      "free act.ln2_output", "free act.mlp_fc1_out", "free act.mlp_fc2_in",
+      "free bwd.fc1_dgrad", "alloc bwd.grad_residual 64",
+      "free act.ln2_input", "free bwd.grad_final_norm",
+      "alloc bwd.grad_gather 64", "alloc bwd.grad_attn_out 64", "free bwd.grad_gather", "free act.attn_out",
+      "alloc bwd.grad_qkv 192", "free bwd.grad_attn_out",
+      "free act.attn_softmax_stats", "free act.attn_qkv", "free act.attn_q", "free act.attn_k",
+      "alloc bwd.ln1_gather 64", "alloc bwd.qkv_dgrad 64", "free bwd.grad_qkv", "free bwd.ln1_gather",
+      "free act.ln1_output", "alloc bwd.grad_input 64", "free bwd.grad_residual", "free embedding.output",
+  };
+  EXPECT_EQ(Lines(rec, Phase::kBackward, 0, 0), backward);
+  EXPECT_TRUE(rec.errors.empty()) << rec.errors.front();
+}
+
+TEST(SynthTest, TwoStagesRunOneFOneBWithEmbeddingFirstAndLogitsLast) {
+  auto job = TinyJob();
+  job.model.pipeline_model_parallel_size = 2;
+  job.train.global_batch_size = 3;  // m = 3
+  job.memtune.world_size = 2;
+  auto order = [&](int rank) {
+    const Recorder rec = Record(job, rank, true);
+    std::string s;
+    for (const auto& e : rec.events) {
+      if (e.op != EventOp::kAlloc || e.label.iteration != 0) continue;
+      const std::string t = e.label.tensor;
+      if (t == "embedding.output" || t == "p2p.recv_activation") s += "F" + std::to_string(e.label.microbatch) + " ";
+      if (t == "p2p.recv_grad" || t == "bwd.grad_logits") s += "B" + std::to_string(e.label.microbatch) + " ";
+      if (t == "act.logits") s += "L ";
+    }
+    return s;
+  };
+  EXPECT_EQ(order(0), "F0 F1 B0 F2 B1 B2 ");
+  EXPECT_EQ(order(1), "F0 L B0 F1 L B1 F2 L B2 ");
+}
+
+TEST(SynthTest, InterleavedVisitsChunksInScheduleOrder) {
+  auto job = TinyJob();
+  job.model.num_layers = 4;
+  job.model.pipeline_model_parallel_size = 2;
+  job.model.virtual_pipeline_model_parallel_size = 2;
+  job.train.global_batch_size = 2;
+  job.memtune.world_size = 2;
+  const Recorder rec = Record(job, 1, true);
+  std::string s;
+  for (const auto& e : rec.events) {
+    if (e.label.iteration != 0 || std::string(e.label.tensor) != "act.ln1_output" || e.op != EventOp::kAlloc) continue;
+    s += std::to_string(e.label.layer) + " ";
+  }
+  // Rank 1 builds layers 1 (chunk 0) and 3 (chunk 1); warm-up 2: F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 B0.0 B1.0.
+  EXPECT_EQ(s, "1 1 3 3 ");
+  EXPECT_TRUE(rec.errors.empty());
+}
+
+// Every allocation is freed or persistent; the live set between iterations and at the end
+// is exactly the model state, which is the estimator's.
+void CheckInvariants(const model::Job& job) {
+  auto e = estimate::EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().Describe();
+  auto synth = TraceSynthesizer::Create(job);
+  ASSERT_TRUE(synth);
+  for (int r = 0; r < synth->num_stages(); ++r) {
+    Recorder rec;
+    const TraceSummary summary = synth->Synthesize(r, rec);
+    EXPECT_TRUE(rec.errors.empty()) << rec.errors.front();
+    EXPECT_EQ(summary.persistent_bytes, rec.live_bytes);
+    const std::int64_t state = e->ranks[r].model_state_bytes;
+    EXPECT_NEAR(static_cast<double>(rec.live_bytes), static_cast<double>(state), 1e-6 * state) << "rank " << r;
+    ASSERT_EQ(rec.live_before_iteration.size(), 2u);
+    // Before iteration 1, the optimizer state exists: the live set is the full model state.
+    EXPECT_EQ(rec.live_before_iteration[1], rec.live_bytes) << "rank " << r;
+  }
+}
+
+TEST(SynthTest, InvariantsTiny) { CheckInvariants(TinyJob()); }
+
+TEST(SynthTest, InvariantsSeedCase) { CheckInvariants(Llama70BJob()); }
+
+TEST(SynthTest, InvariantsFullRecompute) {
+  auto job = Llama70BJob();
+  job.model.recompute_granularity = model::RecomputeGranularity::kFull;
+  job.model.recompute_method = model::RecomputeMethod::kUniform;
+  job.model.recompute_num_layers = 2;
+  job.model.recompute_modules = {};
+  CheckInvariants(job);
+}
+
+TEST(SynthTest, RejectsZeroIterations) {
+  auto synth = TraceSynthesizer::Create(TinyJob(), {.iterations = 0});
+  ASSERT_FALSE(synth);
+  EXPECT_EQ(synth.error().Describe(), "iterations: must be at least 1, got 0");
+}
+
+}  // namespace
+}  // namespace memtune::synth

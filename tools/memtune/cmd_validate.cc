@@ -1,0 +1,76 @@
+// memtune validate: predicts measured runs (JSON Lines validation cases) and reports errors.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "command.h"
+#include "commands.h"
+#include "memtune/estimate/validate.h"
+#include "memtune/report/estimate_report.h"
+#include "memtune/synth/forecast.h"
+
+namespace memtune::cli {
+namespace {
+
+// max_reserved / device_used of the accurate mode: replay every rank's synthesized trace
+// under the job's allocator config (docs/synth.md). device_used adds the CUDA context and
+// non-PyTorch memory to reserved.
+Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job, const estimate::Estimate& e,
+                                                     const std::string& metric, const std::string& rank) {
+  synth::ForecastOptions options;
+  options.capacity_bytes = e.gpu_capacity_bytes;
+  options.non_pytorch_bytes = e.non_pytorch_bytes;
+  MEMTUNE_TRY(auto f, synth::ForecastJob(job, options));
+  const synth::StageForecast* pick = &f.stages.front();
+  if (rank == "last") pick = &f.stages.back();
+  if (rank == "max") {
+    for (const auto& s : f.stages) {
+      if (s.own.peak_reserved_bytes > pick->own.peak_reserved_bytes) pick = &s;
+    }
+  }
+  const std::int64_t extra = metric == "device_used" ? e.non_pytorch_bytes : 0;
+  return std::pair<int, std::int64_t>{pick->pp_rank, pick->own.peak_reserved_bytes + extra};
+}
+
+}  // namespace
+
+int RunValidate(int argc, char** argv) {
+  CLI::App app(
+      "Predict every validation case of a JSON Lines file (docs/job-format.md section 2) and "
+      "report the error against its measurement, with a summary.",
+      "memtune validate");
+  app.footer(
+      "Example:\n  memtune validate measured.jsonl --compare megatron-lm,bridge\n"
+      "  memtune validate measured.jsonl --format json");
+  std::string path, compare, rank;
+  OutputFormat format = OutputFormat::kText;
+  app.add_option("FILE", path, "validation cases, one JSON object per line")->required();
+  app.add_option("--compare", compare, "compatibility modes to add side by side: megatron-lm,bridge");
+  app.add_option("--rank", rank, "predict this rank for every case instead of its own: max, rank0, last")
+      ->check(CLI::IsMember({"max", "rank0", "last"}));
+  AddFormatOption(app, format);
+  if (int code = ParseArgs(app, argc, argv); code >= 0) return code;
+
+  estimate::ValidateOptions options;
+  options.rank_override = rank;
+  options.allocator_metric = AllocatorMetric;
+  std::stringstream modes(compare);
+  for (std::string name; std::getline(modes, name, ',');) {
+    if (name.empty()) continue;
+    auto mode = estimate::ParseMode(name, "--compare");
+    if (!mode) return PrintError("validate", mode.error());
+    options.compare.push_back(*mode);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return PrintError("validate", NotFound("FILE", "cannot read '" + path + "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto cases = estimate::ParseValidationCases(text.str(), path);
+  if (!cases) return PrintError("validate", cases.error());
+  const auto report = estimate::Validate(*cases, options);
+  std::cout << (format == OutputFormat::kJson ? report::RenderValidateJson(report)
+                                              : report::RenderValidateText(report));
+  return kExitOk;
+}
+
+}  // namespace memtune::cli

@@ -1,0 +1,138 @@
+// Job options: flags -> model::JobInputs -> model::ComposeJob.
+#include "job_options.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "command.h"
+#include "memtune/core/units.h"
+#include "memtune/model/examples.h"
+#include "memtune/model/job_compose.h"
+
+namespace memtune::cli {
+namespace {
+
+Result<std::string> ReadText(const std::string& path, const std::string& field) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(field, field + ": cannot read '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Flag -> document path, in the order they are applied.
+void AddFlagOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) {
+  const std::pair<const std::string*, std::pair<const char*, const char*>> kFlags[] = {
+      {&f.model, {"model.preset", "--model"}},
+      {&f.tp, {"model.tensor_model_parallel_size", "--tp"}},
+      {&f.pp, {"model.pipeline_model_parallel_size", "--pp"}},
+      {&f.vpp, {"model.virtual_pipeline_model_parallel_size", "--vpp"}},
+      {&f.cp, {"model.context_parallel_size", "--cp"}},
+      {&f.ep, {"model.expert_model_parallel_size", "--ep"}},
+      {&f.etp, {"model.expert_tensor_parallel_size", "--etp"}},
+      {&f.seq, {"model.seq_length", "--seq"}},
+      {&f.seq, {"dataset.seq_length", "--seq"}},
+      {&f.mbs, {"train.micro_batch_size", "--mbs"}},
+      {&f.gbs, {"train.global_batch_size", "--gbs"}},
+      {&f.world_size, {"memtune.world_size", "--world-size"}},
+  };
+  for (const auto& [value, target] : kFlags) {
+    if (!value->empty()) out.push_back({target.first, *value, target.second});
+  }
+  if (f.sp) out.push_back({"model.sequence_parallel", "true", "--sp"});
+  if (!f.gpu.empty()) {
+    // A size ("80GiB", "85520809984") sets the capacity; anything else names a catalog GPU.
+    const bool is_size = std::isdigit(static_cast<unsigned char>(f.gpu.front())) != 0;
+    out.push_back({is_size ? "memtune.gpu_memory_bytes" : "memtune.gpu",
+                   is_size ? "'" + f.gpu + "'" : f.gpu, "--gpu"});
+  }
+}
+
+Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) {
+  for (const std::string& item : f.set) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidInput("--set", "--set '" + item + "' is not PATH=VALUE",
+                          "e.g. --set model.recompute_modules=[mlp]");
+    }
+    out.push_back({item.substr(0, eq), item.substr(eq + 1), "--set"});
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void AddJobOptions(CLI::App& app, JobFlags& f) {
+  auto* file = app.add_option("JOB", f.job_file, "Job document, YAML or JSON ('-' reads stdin)");
+  auto* example = app.add_option("--example", f.example, "Built-in example job")->option_text("NAME");
+  file->excludes(example);
+  app.add_option("--model", f.model, "Model preset from the catalog (model.preset)")
+      ->option_text("PRESET");
+  const std::pair<const char*, std::string*> kSizes[] = {
+      {"--tp", &f.tp}, {"--pp", &f.pp}, {"--vpp", &f.vpp},
+      {"--cp", &f.cp}, {"--ep", &f.ep}, {"--etp", &f.etp}};
+  const char* kSizeHelp[] = {"Tensor", "Pipeline", "Virtual pipeline", "Context", "Expert",
+                             "Expert tensor"};
+  for (std::size_t i = 0; i < std::size(kSizes); ++i) {
+    app.add_option(kSizes[i].first, *kSizes[i].second, std::string(kSizeHelp[i]) + "-parallel size")
+        ->option_text("N");
+  }
+  app.add_flag("--sp", f.sp, "Sequence parallelism on");
+  app.add_option("--seq", f.seq, "Sequence length (model and dataset)")->option_text("TOKENS");
+  app.add_option("--mbs", f.mbs, "Micro-batch size")->option_text("N");
+  app.add_option("--gbs", f.gbs, "Global batch size")->option_text("N");
+  app.add_option("--world-size", f.world_size, "Number of GPUs")->option_text("N");
+  app.add_option("--gpu", f.gpu, "GPU catalog name, or a capacity such as 80GiB")
+      ->option_text("NAME|SIZE");
+  app.add_option("--set", f.set, "Set any field, value as YAML (repeatable)")
+      ->option_text("PATH=VALUE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  auto* args = app.add_option("--megatron-args", f.megatron_args, "A Megatron-LM launch command")
+                   ->option_text("\"...\"");
+  auto* args_file = app.add_option("--megatron-args-file", f.megatron_args_file,
+                                   "A file holding a Megatron-LM launch command")
+                        ->option_text("FILE");
+  args->excludes(args_file);
+  app.add_flag("--verbose", f.verbose, "Also list the defaults used and the fields ignored");
+}
+
+Result<model::JobDocument> LoadJob(const JobFlags& f) {
+  model::JobInputs inputs;
+  model::ParseOptions options;
+  if (!f.job_file.empty()) {
+    MEMTUNE_TRY(inputs.document, ReadText(f.job_file, "JOB"));
+    options.source_name = f.job_file;
+    options.base_dir = std::filesystem::path(f.job_file).parent_path().string();
+  } else if (!f.example.empty()) {
+    MEMTUNE_TRY(inputs.document, model::ExampleJobYaml(f.example));
+    options.source_name = "example " + f.example;
+  }
+  inputs.megatron_args = f.megatron_args;
+  if (!f.megatron_args_file.empty()) {
+    MEMTUNE_TRY(inputs.megatron_args, ReadText(f.megatron_args_file, "--megatron-args-file"));
+  }
+  AddFlagOverrides(f, inputs.overrides);
+  MEMTUNE_RETURN_IF_ERROR(AddSetOverrides(f, inputs.overrides));
+  return model::ComposeJob(inputs, options);
+}
+
+void PrintJobNotes(std::string_view command, const model::JobDocument& doc, bool verbose) {
+  for (const std::string& warning : doc.warnings) PrintWarning(command, warning);
+  if (!verbose) return;
+  for (const std::string& line : doc.defaults_used) {
+    std::cerr << "memtune " << command << ": default: " << line << "\n";
+  }
+  for (const std::string& path : doc.ignored_fields) {
+    std::cerr << "memtune " << command << ": ignored: " << path << "\n";
+  }
+}
+
+}  // namespace memtune::cli

@@ -1,0 +1,46 @@
+// The job-selecting options every job-taking subcommand shares (JOB file, --example,
+// --model, parallel sizes, --set, --megatron-args, ...), and loading the job they name.
+// The merging and parsing live in the library (model/job_compose.h); this is the CLI edge.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "memtune/core/result.h"
+#include "memtune/model/job_parse.h"
+
+namespace memtune::cli {
+
+// The options as typed. Sizes stay text so that the one parser checks them.
+struct JobFlags {
+  std::string job_file;            // positional JOB (YAML or JSON; "-" = stdin)
+  std::string example;             // --example NAME
+  std::string model;               // --model PRESET -> model.preset
+  std::string tp, pp, vpp, cp, ep, etp;
+  bool sp = false;                 // --sp -> model.sequence_parallel: true
+  std::string seq;                 // --seq -> model.seq_length and dataset.seq_length
+  std::string mbs, gbs;            // train.micro_batch_size, train.global_batch_size
+  std::string world_size;          // memtune.world_size
+  std::string gpu;                 // memtune.gpu (a name) or memtune.gpu_memory_bytes (a size)
+  std::vector<std::string> set;    // --set PATH=VALUE, in order
+  std::string megatron_args;       // --megatron-args "..."
+  std::string megatron_args_file;  // --megatron-args-file FILE
+  bool verbose = false;            // --verbose
+};
+
+// Adds the options above to `app`.
+void AddJobOptions(CLI::App& app, JobFlags& flags);
+
+// Reads the files the flags name and builds the job: document (JOB or --example), then
+// --megatron-args, then the flags, then --set (a later input wins).
+// Errors: kNotFound for an unreadable file or unknown example; the parser's errors.
+Result<model::JobDocument> LoadJob(const JobFlags& flags);
+
+// Prints the parser's warnings ("memtune <command>: warning: ...") and, with `verbose`,
+// the defaults it used and the fields it ignored, to stderr.
+void PrintJobNotes(std::string_view command, const model::JobDocument& doc, bool verbose);
+
+}  // namespace memtune::cli
