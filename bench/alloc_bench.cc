@@ -49,7 +49,9 @@ class TraceBuilder {
     ops.push_back({OpKind::kFree, h, 0, 0});
     free_.push_back(h);
   }
-  void RecordStream(HandleId h, std::uint64_t stream) { ops.push_back({OpKind::kRecordStream, h, 0, stream}); }
+  void RecordStream(HandleId h, std::uint64_t stream) {
+    ops.push_back({OpKind::kRecordStream, h, 0, stream});
+  }
   std::vector<Op> ops;
 
  private:
@@ -67,14 +69,16 @@ std::vector<Op> MakeTrainingTrace(int steps, std::uint64_t seed) {
   TraceBuilder t;
   std::vector<HandleId> params, grads;
   for (int l = 0; l < kLayers; ++l) {
-    for (std::int64_t w : {3 * kHidden * kHidden, kHidden * kHidden, 4 * kHidden * kHidden, 4 * kHidden * kHidden}) {
+    for (std::int64_t w :
+         {3 * kHidden * kHidden, kHidden * kHidden, 4 * kHidden * kHidden, 4 * kHidden * kHidden}) {
       params.push_back(t.Alloc(w * kBytesPerElement));
     }
     params.push_back(t.Alloc(kHidden * 4));  // norm weight (small pool)
     params.push_back(t.Alloc(kHidden * 4));
   }
   for (int step = 0; step < steps; ++step) {
-    const std::int64_t tokens = 4096 + static_cast<std::int64_t>(rng() % 8) * 256;  // varying sequence
+    const std::int64_t tokens =
+        4096 + static_cast<std::int64_t>(rng() % 8) * 256;  // varying sequence
     const std::int64_t act = tokens * kHidden * kBytesPerElement;
     std::vector<std::vector<HandleId>> saved(kLayers);
     for (int l = 0; l < kLayers; ++l) {  // forward
@@ -101,7 +105,9 @@ std::vector<Op> MakeTrainingTrace(int steps, std::uint64_t seed) {
       t.Free(dattn);
       if (step == 0) {
         for (int k = 0; k < 6; ++k) {
-          const std::int64_t bytes = k < 4 ? (k == 0 ? 3 : (k == 1 ? 1 : 4)) * kHidden * kHidden * kBytesPerElement : kHidden * 4;
+          const std::int64_t bytes =
+              k < 4 ? (k == 0 ? 3 : (k == 1 ? 1 : 4)) * kHidden * kHidden * kBytesPerElement
+                    : kHidden * 4;
           grads.push_back(t.Alloc(bytes));
         }
       }
@@ -136,9 +142,15 @@ void Replay(benchmark::State& state, const char* conf) {
     memtune::alloc::Simulator sim(options);
     for (const Op& op : ops) {
       switch (op.kind) {
-        case OpKind::kAlloc: benchmark::DoNotOptimize(sim.Alloc(op.handle, op.bytes, op.stream)); break;
-        case OpKind::kFree: benchmark::DoNotOptimize(sim.Free(op.handle)); break;
-        case OpKind::kRecordStream: benchmark::DoNotOptimize(sim.RecordStream(op.handle, op.stream)); break;
+        case OpKind::kAlloc:
+          benchmark::DoNotOptimize(sim.Alloc(op.handle, op.bytes, op.stream));
+          break;
+        case OpKind::kFree:
+          benchmark::DoNotOptimize(sim.Free(op.handle));
+          break;
+        case OpKind::kRecordStream:
+          benchmark::DoNotOptimize(sim.RecordStream(op.handle, op.stream));
+          break;
       }
     }
     benchmark::DoNotOptimize(sim.stats());
@@ -148,7 +160,9 @@ void Replay(benchmark::State& state, const char* conf) {
 }
 
 void BM_AllocReplayNative(benchmark::State& state) { Replay(state, ""); }
-void BM_AllocReplayExpandable(benchmark::State& state) { Replay(state, "expandable_segments:True"); }
+void BM_AllocReplayExpandable(benchmark::State& state) {
+  Replay(state, "expandable_segments:True");
+}
 void BM_AllocReplayMaxSplit(benchmark::State& state) { Replay(state, "max_split_size_mb:128"); }
 
 // The text path: parse + intern + replay, from an in-memory trace.
@@ -156,9 +170,15 @@ void BM_AllocTraceReplayText(benchmark::State& state) {
   std::ostringstream text;
   for (const Op& op : TrainingTrace()) {
     switch (op.kind) {
-      case OpKind::kAlloc: text << "alloc t" << op.handle << ' ' << op.bytes << ' ' << op.stream << '\n'; break;
-      case OpKind::kFree: text << "free t" << op.handle << '\n'; break;
-      case OpKind::kRecordStream: text << "record_stream t" << op.handle << ' ' << op.stream << '\n'; break;
+      case OpKind::kAlloc:
+        text << "alloc t" << op.handle << ' ' << op.bytes << ' ' << op.stream << '\n';
+        break;
+      case OpKind::kFree:
+        text << "free t" << op.handle << '\n';
+        break;
+      case OpKind::kRecordStream:
+        text << "record_stream t" << op.handle << ' ' << op.stream << '\n';
+        break;
     }
   }
   const std::string trace = text.str();

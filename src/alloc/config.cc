@@ -1,11 +1,12 @@
 // ParseAllocatorConfig and the helpers both parser families share.
+#include "memtune/alloc/config.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
 
 #include "alloc/config_tokens.h"
-#include "memtune/alloc/config.h"
 
 namespace memtune::alloc {
 namespace internal {
@@ -59,7 +60,8 @@ Error ConfigError(std::string field, std::string pytorch_text, std::string hint)
 Error NumberError(const std::string& field, const std::string& token, const char* function) {
   return ConfigError(field, "'" + token + "' is not a valid number for " + field,
                      std::string("PyTorch fails here with std::invalid_argument or "
-                                 "std::out_of_range from ") + function);
+                                 "std::out_of_range from ") +
+                         function);
 }
 
 void ApplyRoundupEntry(AllocatorConfig& cfg, bool is_gt, std::uint64_t interval_mb,

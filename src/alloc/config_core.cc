@@ -41,16 +41,17 @@ class CoreParser {
 
  private:
   std::set<std::string> CoreKeys() const {
-    std::set<std::string> keys = {"max_split_size_mb", "max_non_split_rounding_mb",
-                                  "garbage_collection_threshold", "roundup_power2_divisions",
-                                  "expandable_segments", "pinned_use_background_threads"};
+    std::set<std::string> keys = {
+        "max_split_size_mb",        "max_non_split_rounding_mb", "garbage_collection_threshold",
+        "roundup_power2_divisions", "expandable_segments",       "pinned_use_background_threads"};
     if (rules_.has_large_segment_size) keys.insert("large_segment_size_mb");
     return keys;
   }
 
   Status Index(std::size_t i) const {
     if (i < t_.size()) return OkStatus();
-    return ConfigError("alloc_conf", "Index out of bounds in ConfigTokenizer", "the setting ends early");
+    return ConfigError("alloc_conf", "Index out of bounds in ConfigTokenizer",
+                       "the setting ends early");
   }
 
   // checkToken(++i, ":") then ++i onto the value; only the bounds are checked upstream.
@@ -71,7 +72,7 @@ class CoreParser {
     if (t_[at] == "True") return true;
     if (t_[at] == "False") return false;
     return ConfigError(key, "Expected 'True' or 'False' at index " + std::to_string(at) +
-                           " in ConfigTokenizer but got '" + t_[at] + "'");
+                                " in ConfigTokenizer but got '" + t_[at] + "'");
   }
 
   // ConfigTokenizer::skipKey: returns at the value, or at the ']' closing a list value.
@@ -90,7 +91,8 @@ class CoreParser {
       if (t_[k] != "large_segment_size_mb") continue;
       MEMTUNE_TRY(std::uint64_t mb, SizeT("large_segment_size_mb", k + 2));
       if (mb <= kMinLargeSegmentMb) {
-        return ConfigError("large_segment_size_mb", "large_segment_size_mb must be > 10 MB", "got " + t_[k + 2]);
+        return ConfigError("large_segment_size_mb", "large_segment_size_mb must be > 10 MB",
+                           "got " + t_[k + 2]);
       }
       cfg_.large_segment_size_bytes = static_cast<std::int64_t>(mb) * kMiB;
     }
@@ -102,8 +104,10 @@ class CoreParser {
     MEMTUNE_TRY(std::uint64_t mb, SizeT(key, ++i_));
     const std::uint64_t min_mb = static_cast<std::uint64_t>(cfg_.large_segment_size_bytes / kMiB);
     if (mb < min_mb) {
-      return ConfigError(key, "CachingAllocator option " + key + " too small, must be >= " +
-                                  std::to_string(min_mb), "got " + t_[i_]);
+      return ConfigError(
+          key,
+          "CachingAllocator option " + key + " too small, must be >= " + std::to_string(min_mb),
+          "got " + t_[i_]);
     }
     const std::uint64_t max_mb = static_cast<std::uint64_t>(kUnlimitedBytes / kMiB);
     out = static_cast<std::int64_t>(std::min(mb, max_mb)) * kMiB;
@@ -118,7 +122,9 @@ class CoreParser {
         "For roundups, the divisions has to be power of 2 or 0 to disable roundup";
     if (t_[i_] != "[") {
       MEMTUNE_TRY(std::uint64_t d, SizeT(key, i_));
-      if (!IsPowerOfTwo(d)) return ConfigError(key, "For roundups, the divisions has to be power of 2", "got " + t_[i_]);
+      if (!IsPowerOfTwo(d))
+        return ConfigError(key, "For roundups, the divisions has to be power of 2",
+                           "got " + t_[i_]);
       cfg_.roundup_power2_divisions.fill(static_cast<std::int64_t>(d));
       return OkStatus();
     }
@@ -134,7 +140,8 @@ class CoreParser {
       if (!is_gt) {
         MEMTUNE_TRY(mb, SizeT(key, interval_at));
         if (!IsPowerOfTwo(mb)) {
-          return ConfigError(key, "For roundups, the intervals have to be power of 2", "got " + t_[interval_at]);
+          return ConfigError(key, "For roundups, the intervals have to be power of 2",
+                             "got " + t_[interval_at]);
         }
       }
       ApplyRoundupEntry(cfg_, is_gt, mb, static_cast<std::int64_t>(d), first, last_index);
@@ -142,19 +149,22 @@ class CoreParser {
       if (t_[i_ + 1] != "]") ++i_;
     }
     if (i_ < t_.size()) return OkStatus();
-    return ConfigError(key, "Expected closing bracket ']' in ConfigTokenizer but reached end of config");
+    return ConfigError(key,
+                       "Expected closing bracket ']' in ConfigTokenizer but reached end of config");
   }
 
   Status CoreOption(const std::string& key) {
     if (key == "max_split_size_mb") return SplitSize(key, cfg_.max_split_size_bytes);
-    if (key == "max_non_split_rounding_mb") return SplitSize(key, cfg_.max_non_split_rounding_bytes);
+    if (key == "max_non_split_rounding_mb")
+      return SplitSize(key, cfg_.max_non_split_rounding_bytes);
     if (key == "roundup_power2_divisions") return Roundup();
     if (key == "garbage_collection_threshold") {
       MEMTUNE_RETURN_IF_ERROR(ToValue());
       auto v = ParseLeadingDouble(t_[i_]);
       if (!v) return NumberError(key, t_[i_], "stod");
       if (!(*v > 0 && *v < 1.0)) {
-        return ConfigError(key, "garbage_collect_threshold is invalid, set it in (0.0, 1.0)", "got " + t_[i_]);
+        return ConfigError(key, "garbage_collect_threshold is invalid, set it in (0.0, 1.0)",
+                           "got " + t_[i_]);
       }
       cfg_.garbage_collection_threshold = *v;
       return OkStatus();
@@ -203,7 +213,9 @@ class CoreParser {
       native_option = true;
       MEMTUNE_RETURN_IF_ERROR(Index(++i_));
       MEMTUNE_TRY(std::uint64_t mb, SizeT(key, ++i_));
-      if (mb == 0) return ConfigError(key, "Pinned reserve segment size has to be greater than 0", "got " + t_[i_]);
+      if (mb == 0)
+        return ConfigError(key, "Pinned reserve segment size has to be greater than 0",
+                           "got " + t_[i_]);
       NoteNotSimulated(cfg_, key, t_[i_]);
       return OkStatus();
     }
@@ -212,7 +224,8 @@ class CoreParser {
       auto v = ParseLeadingDouble(t_[i_]);
       if (!v) return NumberError(key, t_[i_], "stod");
       if (!(*v >= 0.0 && *v <= 1.0)) {
-        return ConfigError(key, "per_process_memory_fraction is invalid, set it in [0.0, 1.0]", "got " + t_[i_]);
+        return ConfigError(key, "per_process_memory_fraction is invalid, set it in [0.0, 1.0]",
+                           "got " + t_[i_]);
       }
       cfg_.per_process_memory_fraction = *v;
       return OkStatus();
@@ -231,7 +244,8 @@ class CoreParser {
       return ConfigError(key, "Number of register threads has to be power of 2, got " + t_[i_]);
     }
     if (n > kMaxThreads) {
-      return ConfigError(key, "Number of register threads should be less than or equal to 128, got " + t_[i_]);
+      return ConfigError(
+          key, "Number of register threads should be less than or equal to 128, got " + t_[i_]);
     }
     NoteNotSimulated(cfg_, key, t_[i_]);
     return OkStatus();

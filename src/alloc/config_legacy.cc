@@ -58,7 +58,8 @@ class LegacyParser {
     if (key == "pinned_use_background_threads" && rules_.has_pinned_background_threads) {
       return Bool(key, nullptr, key, true);
     }
-    if (key == "graph_capture_record_stream_reuse" && rules_.has_graph_capture_record_stream_reuse) {
+    if (key == "graph_capture_record_stream_reuse" &&
+        rules_.has_graph_capture_record_stream_reuse) {
       return Bool(key, nullptr, key, true);
     }
     return ConfigError(key, "Unrecognized CachingAllocator option: " + key);
@@ -67,7 +68,8 @@ class LegacyParser {
   Status Expect(char c) {
     ++i_;
     if (i_ < t_.size() && t_[i_] == std::string(1, c)) return OkStatus();
-    return ConfigError("alloc_conf", std::string("Error parsing CachingAllocator settings, expected ") + c,
+    return ConfigError("alloc_conf",
+                       std::string("Error parsing CachingAllocator settings, expected ") + c,
                        i_ < t_.size() ? "got '" + t_[i_] + "'" : "reached the end");
   }
 
@@ -98,15 +100,19 @@ class LegacyParser {
     if (!NextValue()) return ConfigError(key, "Error, expecting " + key + " value");
     auto v = ParseLeadingDouble(t_[i_]);
     if (!v) return NumberError(key, t_[i_], "stod");
-    if (!(*v > 0)) return ConfigError(key, "garbage_collect_threshold too small, set it 0.0~1.0", "got " + t_[i_]);
-    if (!(*v < 1.0)) return ConfigError(key, "garbage_collect_threshold too big, set it 0.0~1.0", "got " + t_[i_]);
+    if (!(*v > 0))
+      return ConfigError(key, "garbage_collect_threshold too small, set it 0.0~1.0",
+                         "got " + t_[i_]);
+    if (!(*v < 1.0))
+      return ConfigError(key, "garbage_collect_threshold too big, set it 0.0~1.0", "got " + t_[i_]);
     cfg_.garbage_collection_threshold = *v;
     return OkStatus();
   }
 
   std::string DivisionsText(bool list) const {
-    std::string text = rules_.divisions_spelling_fixed ? "For roundups, the divisions has to be power of 2"
-                                                       : "For roundups, the divisons has to be power of 2";
+    std::string text = rules_.divisions_spelling_fixed
+                           ? "For roundups, the divisions has to be power of 2"
+                           : "For roundups, the divisons has to be power of 2";
     if (list && rules_.roundup_list_accepts_zero) text += " or 0 to disable roundup";
     return text;
   }
@@ -129,13 +135,15 @@ class LegacyParser {
       if (!NextValue()) return ConfigError(key, "Error parsing roundup_power2_divisions value");
       MEMTUNE_TRY(std::uint64_t d, Unsigned(key, kStoiMax, "stoi"));
       const bool zero_ok = rules_.roundup_list_accepts_zero && d == 0;
-      if (!zero_ok && !IsPowerOfTwo(d)) return ConfigError(key, DivisionsText(true), "got " + t_[i_]);
+      if (!zero_ok && !IsPowerOfTwo(d))
+        return ConfigError(key, DivisionsText(true), "got " + t_[i_]);
       std::uint64_t mb = 0;
       if (interval != ">") {
         auto v = ParseLeadingUnsigned(interval, kStoullMax);
         if (!v) return NumberError(key, interval, "stoul");
         if (!IsPowerOfTwo(*v)) {
-          return ConfigError(key, "For roundups, the intervals have to be power of 2", "got " + interval);
+          return ConfigError(key, "For roundups, the intervals have to be power of 2",
+                             "got " + interval);
         }
         mb = *v;
       }
@@ -150,7 +158,8 @@ class LegacyParser {
     if (!NextValue()) return ConfigError("backend", "Error parsing backend value");
     const std::string& v = t_[i_];
     if (v != "native" && v != "cudaMallocAsync") {
-      return ConfigError("backend", "Unknown allocator backend, options are native and cudaMallocAsync",
+      return ConfigError("backend",
+                         "Unknown allocator backend, options are native and cudaMallocAsync",
                          "got '" + v + "'");
     }
     async = v == "cudaMallocAsync";
@@ -161,7 +170,8 @@ class LegacyParser {
 
   // A True/False option; `out` null means "accepted, not simulated". `missing_text` selects
   // the options whose parser reports a missing value separately.
-  Status Bool(const std::string& name, bool* out, const std::string& key = {}, bool missing_text = false) {
+  Status Bool(const std::string& name, bool* out, const std::string& key = {},
+              bool missing_text = false) {
     MEMTUNE_RETURN_IF_ERROR(Expect(':'));
     const bool have = NextValue();
     if (!have && missing_text) return ConfigError(name, "Error, expecting " + name + " value");
@@ -182,9 +192,11 @@ class LegacyParser {
     MEMTUNE_RETURN_IF_ERROR(Expect(':'));
     if (!NextValue()) return ConfigError(key, "Error, expecting " + key + " value");
     MEMTUNE_TRY(std::uint64_t n, Unsigned(key, kStoiMax, "stoi"));
-    if (!IsPowerOfTwo(n)) return ConfigError(key, "Number of register threads has to be power of 2", "got " + t_[i_]);
+    if (!IsPowerOfTwo(n))
+      return ConfigError(key, "Number of register threads has to be power of 2", "got " + t_[i_]);
     if (n > kMaxThreads) {
-      return ConfigError(key, "Number of register threads should be less than or equal to 128", "got " + t_[i_]);
+      return ConfigError(key, "Number of register threads should be less than or equal to 128",
+                         "got " + t_[i_]);
     }
     NoteNotSimulated(cfg_, key, t_[i_]);
     return OkStatus();
@@ -195,7 +207,9 @@ class LegacyParser {
     MEMTUNE_RETURN_IF_ERROR(Expect(':'));
     if (!NextValue()) return ConfigError(key, "Error, expecting " + key + " value");
     MEMTUNE_TRY(std::uint64_t mb, Unsigned(key, kStoiMax, "stoi"));
-    if (mb == 0) return ConfigError(key, "Pinned reserve segment size has to be greater than 0", "got " + t_[i_]);
+    if (mb == 0)
+      return ConfigError(key, "Pinned reserve segment size has to be greater than 0",
+                         "got " + t_[i_]);
     NoteNotSimulated(cfg_, key, t_[i_]);
     return OkStatus();
   }

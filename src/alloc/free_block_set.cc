@@ -6,16 +6,21 @@
 namespace memtune::alloc {
 namespace {
 
-// Index of the first element of [data, data + n) that is not < probe. Branch-free halving
-// (the loop has a fixed trip count for a given n), so unpredictable keys cost no mispredicts.
+// Index of the first element of [data, data + n) that is not < probe. The halving compares
+// only the packed (stream, size) word, branch-free (fixed trip count for a given n); the few
+// keys equal in (stream, size) are then stepped over by address.
 std::size_t LowerBoundIndex(const FreeKey* data, std::size_t n, const FreeKey& probe) {
   const FreeKey* base = data;
+  const std::size_t total = n;
   while (n > 1) {
     const std::size_t half = n / 2;
-    base = (base[half - 1] < probe) ? base + half : base;
+    base = (base[half - 1].major < probe.major) ? base + half : base;
     n -= half;
   }
-  return static_cast<std::size_t>(base - data) + (n == 1 && *base < probe ? 1 : 0);
+  std::size_t i =
+      static_cast<std::size_t>(base - data) + (n == 1 && base->major < probe.major ? 1 : 0);
+  while (i < total && data[i].major == probe.major && data[i].ptr < probe.ptr) ++i;
+  return i;
 }
 
 }  // namespace
@@ -47,7 +52,9 @@ void FreeBlockSet::Insert(const FreeKey& key) {
   std::size_t c = ChunkFor(key);
   if (c == chunks_.size()) --c;  // larger than every key: append to the last chunk
   auto& chunk = chunks_[c];
-  chunk.insert(chunk.begin() + static_cast<std::ptrdiff_t>(LowerBoundIndex(chunk.data(), chunk.size(), key)), key);
+  chunk.insert(
+      chunk.begin() + static_cast<std::ptrdiff_t>(LowerBoundIndex(chunk.data(), chunk.size(), key)),
+      key);
   if (chunk.size() <= kMaxChunk) {
     SyncBack(c);
     return;
@@ -79,6 +86,20 @@ void FreeBlockSet::EraseAt(Pos p) {
   spare_.back().clear();
   chunks_.erase(chunks_.begin() + p.chunk);
   backs_.erase(backs_.begin() + p.chunk);
+}
+
+void FreeBlockSet::ReplaceAt(Pos p, const FreeKey& smaller) {
+  auto& chunk = chunks_[p.chunk];
+  if (p.chunk > 0 && !(backs_[p.chunk - 1] < smaller)) {  // belongs to an earlier chunk
+    EraseAt(p);
+    Insert(smaller);
+    return;
+  }
+  const std::size_t j = LowerBoundIndex(chunk.data(), p.offset, smaller);
+  std::move_backward(chunk.begin() + static_cast<std::ptrdiff_t>(j), chunk.begin() + p.offset,
+                     chunk.begin() + p.offset + 1);
+  chunk[j] = smaller;
+  SyncBack(p.chunk);
 }
 
 void FreeBlockSet::Erase(const FreeKey& key) {

@@ -13,9 +13,11 @@ std::string Fixed2(double value, const char* unit) {
   return buf;
 }
 
-constexpr const char* kOldUrl = "https://pytorch.org/docs/stable/notes/cuda.html#environment-variables";
+constexpr const char* kOldUrl =
+    "https://pytorch.org/docs/stable/notes/cuda.html#environment-variables";
 constexpr const char* kNewUrl =
-    "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf";
+    "https://docs.pytorch.org/docs/stable/notes/"
+    "cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf";
 
 // "Process <pid> has ..." lines: memtune models one process, the current one.
 std::string ProcessInfo(const OomReport& r) {
@@ -29,8 +31,8 @@ std::string V21(const OomReport& r) {
   return "CUDA out of memory. Tried to allocate " + FormatSize(r.allocation_bytes) + ". GPU " +
          std::to_string(r.device) + " has a total capacty of " + FormatSize(r.device_total_bytes) +
          " of which " + FormatSize(r.device_free_bytes) + " is free. " + ProcessInfo(r) +
-         "Of the allocated memory " + FormatSize(r.allocated_bytes) + " is allocated by PyTorch, and " +
-         FormatSize(r.reserved_bytes - r.allocated_bytes) +
+         "Of the allocated memory " + FormatSize(r.allocated_bytes) +
+         " is allocated by PyTorch, and " + FormatSize(r.reserved_bytes - r.allocated_bytes) +
          " is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
          "setting max_split_size_mb to avoid fragmentation.  See documentation for Memory "
          "Management and PYTORCH_CUDA_ALLOC_CONF";
@@ -49,8 +51,9 @@ std::string V22(const OomReport& r) {
   return "CUDA out of memory. Tried to allocate " + FormatSize(r.allocation_bytes) + ". GPU " +
          std::string(1, static_cast<char>(r.device)) + " has a total capacity of " +
          FormatSize(r.device_total_bytes) + " of which " + FormatSize(r.device_free_bytes) +
-         " is free. " + ProcessInfo(r) + "Of the allocated memory " + FormatSize(r.allocated_bytes) +
-         " is allocated by PyTorch, and " + FormatSize(r.reserved_bytes - r.allocated_bytes) +
+         " is free. " + ProcessInfo(r) + "Of the allocated memory " +
+         FormatSize(r.allocated_bytes) + " is allocated by PyTorch, and " +
+         FormatSize(r.reserved_bytes - r.allocated_bytes) +
          " is reserved by PyTorch but unallocated." + Hint(kOldUrl);
 }
 
@@ -59,7 +62,8 @@ std::string V24(const OomReport& r, bool new_url) {
   const std::int64_t priv = r.private_pool_free_bytes;
   std::string allowed = r.allowed_bytes ? FormatSize(*r.allowed_bytes) + " allowed; " : "";
   std::string private_pools =
-      priv > 0 ? "with " + FormatSize(priv) + " allocated in private pools (e.g., CUDA Graphs), " : "";
+      priv > 0 ? "with " + FormatSize(priv) + " allocated in private pools (e.g., CUDA Graphs), "
+               : "";
   return "CUDA out of memory. Tried to allocate " + FormatSize(r.allocation_bytes) + ". GPU " +
          std::to_string(r.device) + " has a total capacity of " + FormatSize(r.device_total_bytes) +
          " of which " + FormatSize(r.device_free_bytes) + " is free. " + ProcessInfo(r) + allowed +
@@ -84,9 +88,12 @@ std::string FormatOomMessage(const OomReport& report, TorchVersion version) {
   if (report.exabyte_request) return "CUDA out of memory. Tried to allocate more than 1EB memory.";
   const VersionRules rules = RulesFor(version);
   switch (rules.oom_template) {
-    case OomTemplate::kV21: return V21(report);
-    case OomTemplate::kV22: return V22(report);
-    case OomTemplate::kV24: break;
+    case OomTemplate::kV21:
+      return V21(report);
+    case OomTemplate::kV22:
+      return V22(report);
+    case OomTemplate::kV24:
+      break;
   }
   return V24(report, rules.oom_docs_pytorch_org_url);
 }

@@ -63,7 +63,8 @@ bool ShouldSplit(std::int64_t block_bytes, std::int64_t rounded_bytes, PoolKind 
 }
 
 bool OversizeRulesAllow(std::int64_t rounded_bytes, std::int64_t candidate_bytes,
-                        std::int64_t max_split_size_bytes, std::int64_t max_non_split_rounding_bytes) {
+                        std::int64_t max_split_size_bytes,
+                        std::int64_t max_non_split_rounding_bytes) {
   // PyTorch get_free_block(): "Do not return an oversized block for a large request" and
   // "Allow oversized block size to be rounded up but within a limit".
   if (rounded_bytes < max_split_size_bytes && candidate_bytes >= max_split_size_bytes) return false;
@@ -88,9 +89,9 @@ std::optional<FreeBlockSet::Pos> FindBestFit(const FreeBlockSet& pool, const Blo
         const bool grows = b.next != kNoBlock && !blocks[b.next].mapped;
         return b.size + (grows ? blocks[b.next].size : 0);
       };
-      for (Pos next = pool.Next(it); block(it).is_expandable() && !pool.IsEnd(next) &&
-                                     pool.At(next).stream() == stream &&
-                                     expandable_size(block(next)) < expandable_size(block(it));
+      for (Pos next = pool.Next(it);
+           block(it).is_expandable() && !pool.IsEnd(next) && pool.At(next).stream() == stream &&
+           expandable_size(block(next)) < expandable_size(block(it));
            next = pool.Next(next)) {
         it = next;
       }
@@ -122,7 +123,8 @@ PageRange PagesToMap(std::int64_t offset_bytes, std::int64_t bytes, std::int64_t
 }
 
 PageRange PagesToUnmap(std::int64_t offset_bytes, std::int64_t bytes, std::int64_t page_bytes) {
-  return PageRange{(offset_bytes + page_bytes - 1) / page_bytes, (offset_bytes + bytes) / page_bytes};
+  return PageRange{(offset_bytes + page_bytes - 1) / page_bytes,
+                   (offset_bytes + bytes) / page_bytes};
 }
 
 std::vector<std::size_t> SelectGcVictims(const std::vector<GcCandidate>& candidates,

@@ -77,8 +77,10 @@ class Replayer {
   Status Apply(const TraceEvent& ev, std::int64_t index) {
     const HandleId h = ev.handle;
     switch (ev.op) {
-      case TraceOp::kAlloc: return Alloc(ev, index);
-      case TraceOp::kFree: return Free(ev);
+      case TraceOp::kAlloc:
+        return Alloc(ev, index);
+      case TraceOp::kFree:
+        return Free(ev);
       case TraceOp::kFreeCompleted:
         if (state_[h] != HandleState::kPending) {
           return Misuse(ev, "free_completed of handle '" + std::string(ev.handle_name) +
@@ -90,7 +92,8 @@ class Replayer {
         return OkStatus();
       case TraceOp::kRecordStream:
         if (state_[h] != HandleState::kLive) {
-          return Misuse(ev, "record_stream on handle '" + std::string(ev.handle_name) + "', which is not allocated");
+          return Misuse(ev, "record_stream on handle '" + std::string(ev.handle_name) +
+                                "', which is not allocated");
         }
         if (ev.stream != alloc_stream_[h]) stream_used_[h] = 1;
         for (Lane& lane : lanes_) {
@@ -121,9 +124,11 @@ class Replayer {
   Status Alloc(const TraceEvent& ev, std::int64_t index) {
     const HandleId h = ev.handle;
     if (state_[h] == HandleState::kLive) {
-      return Misuse(ev, "alloc of handle '" + std::string(ev.handle_name) + "', which is already allocated");
+      return Misuse(
+          ev, "alloc of handle '" + std::string(ev.handle_name) + "', which is already allocated");
     }
-    if (state_[h] == HandleState::kPending) pending_.erase(std::find(pending_.begin(), pending_.end(), h));
+    if (state_[h] == HandleState::kPending)
+      pending_.erase(std::find(pending_.begin(), pending_.end(), h));
     state_[h] = HandleState::kLive;
     stream_used_[h] = 0;
     alloc_stream_[h] = ev.stream;
@@ -131,8 +136,11 @@ class Replayer {
       const AllocResult r = lane.sim.Alloc(h, ev.bytes, ev.stream);
       lane.failed[h] = r.status == AllocStatus::kOutOfMemory;
       if (r.status == AllocStatus::kHandleInUse) {
-        return Error{ErrorCode::kInternal, reader_.source_name() + ":" + std::to_string(ev.line),
-                     "simulator and trace disagree about handle '" + std::string(ev.handle_name) + "'", {}};
+        return Error{
+            ErrorCode::kInternal,
+            reader_.source_name() + ":" + std::to_string(ev.line),
+            "simulator and trace disagree about handle '" + std::string(ev.handle_name) + "'",
+            {}};
       }
       if (r.status != AllocStatus::kOutOfMemory) continue;
       if (lane.sim.last_oom()->exabyte_request) ++lane.exabyte_ooms;
@@ -157,7 +165,8 @@ class Replayer {
       const std::string name(ev.handle_name);
       const bool twice = state_[h] == HandleState::kPending || reader_.RecentlyReleased(name);
       if (state_[h] == HandleState::kUnused) reader_.Release(h);
-      return Misuse(ev, twice ? "double free of handle '" + name + "'" : "free of unknown handle '" + name + "'");
+      return Misuse(ev, twice ? "double free of handle '" + name + "'"
+                              : "free of unknown handle '" + name + "'");
     }
     for (Lane& lane : lanes_) {
       if (lane.failed[h]) {
@@ -204,7 +213,8 @@ class Replayer {
     const DeviceStats& s = lane.sim.stats();
     sum.events = events_;
     sum.peak_reserved_bytes = lane.best_reserved_peak;
-    sum.reserved_unallocated_at_peak_bytes = sum.peak_reserved_bytes - sum.allocated_at_peak_reserved_bytes;
+    sum.reserved_unallocated_at_peak_bytes =
+        sum.peak_reserved_bytes - sum.allocated_at_peak_reserved_bytes;
     sum.final_allocated_bytes = All(s.allocated_bytes).current;
     sum.final_reserved_bytes = All(s.reserved_bytes).current;
     sum.ooms = s.num_ooms + lane.exabyte_ooms;

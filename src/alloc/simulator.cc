@@ -90,7 +90,7 @@ bool Simulator::Impl::GetFreeBlock(AllocParams& p) {
   const auto at = FindBestFit(ps.blocks, arena_, p.stream, p.size, rules);
   if (!at) return false;
   p.block = ps.blocks.At(*at).id;
-  ps.blocks.EraseAt(*at);
+  p.cached_at = at;
   return true;
 }
 
@@ -104,7 +104,8 @@ bool Simulator::Impl::AllocBlock(AllocParams& p, bool is_retry) {
     return p.block != kNoBlock;
   }
   // cudaMalloc succeeds iff the device still has room (allocator.md 10.2 capacity model).
-  if (total_allocated_memory_ + options_.non_pytorch_bytes + p.alloc_size > options_.capacity_bytes) {
+  if (total_allocated_memory_ + options_.non_pytorch_bytes + p.alloc_size >
+      options_.capacity_bytes) {
     return false;
   }
   const auto address = NewAddress(SegmentRequest{false, p.alloc_size, p.stream, p.pool});
@@ -143,16 +144,24 @@ BlockId Simulator::Impl::AllocFoundBlock(const AllocParams& p, std::int64_t orig
     rest.prev = head;
     rest.ptr += static_cast<std::uint64_t>(p.size);
     rest.size -= p.size;
-    InsertFree(id);
+    if (p.cached_at) {
+      rest.gc_count_base = pool(p.pool).get_free_blocks_call_count;  // insert_into_blocks()
+      pool(p.pool).blocks.ReplaceAt(*p.cached_at, FreeKeyOf(rest, id));
+    } else {
+      InsertFree(id);
+    }
     if (!expandable) {
-      const StatEvent e = already_split
-                              ? StatEvent{StatEventKind::kInactiveSplit, p.pool, false, -p.size, 0, 0}
-                              : StatEvent{StatEventKind::kInactiveSplit, p.pool, false, rest.size, 0, 1};
+      const StatEvent e =
+          already_split ? StatEvent{StatEventKind::kInactiveSplit, p.pool, false, -p.size, 0, 0}
+                        : StatEvent{StatEventKind::kInactiveSplit, p.pool, false, rest.size, 0, 1};
       ledger_.Apply(e);
     }
     id = head;
-  } else if (already_split && !expandable) {
-    ledger_.Apply({StatEventKind::kInactiveSplit, p.pool, false, -arena_[id].size, 0, -1});
+  } else {
+    if (p.cached_at) pool(p.pool).blocks.EraseAt(*p.cached_at);
+    if (already_split && !expandable) {
+      ledger_.Apply({StatEventKind::kInactiveSplit, p.pool, false, -arena_[id].size, 0, -1});
+    }
   }
   Block& b = arena_[id];
   b.state = BlockState::kAllocated;
@@ -224,7 +233,8 @@ void Simulator::Impl::FreeBlock(BlockId id) {
     net_blocks += 1;
     net_bytes += b.size;
   }
-  if (!expandable) ledger_.Apply({StatEventKind::kInactiveSplit, pk, false, net_bytes, 0, net_blocks});
+  if (!expandable)
+    ledger_.Apply({StatEventKind::kInactiveSplit, pk, false, net_bytes, 0, net_blocks});
   ledger_.Apply({StatEventKind::kBlockFreeCompleted, pk, false, original_size, requested});
 }
 

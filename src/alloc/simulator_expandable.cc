@@ -23,8 +23,8 @@ BlockId Simulator::Impl::FindExpandableBlock(StreamId stream, PoolKind kind, std
   // The lowest-address unmapped range of this stream (plus a free block just before it)
   // that adds up to `size`.
   const FreeBlockSet& unmapped = pool(kind).unmapped;
-  for (FreeBlockSet::Pos i = unmapped.LowerBound(stream, 0); !unmapped.IsEnd(i) && unmapped.At(i).stream() == stream;
-       i = unmapped.Next(i)) {
+  for (FreeBlockSet::Pos i = unmapped.LowerBound(stream, 0);
+       !unmapped.IsEnd(i) && unmapped.At(i).stream() == stream; i = unmapped.Next(i)) {
     BlockId c = unmapped.At(i).id;
     if (allocatable(arena_[c].prev)) c = arena_[c].prev;
     if (has_room(c)) return c;
@@ -42,7 +42,8 @@ BlockId Simulator::Impl::FindExpandableBlock(StreamId stream, PoolKind kind, std
     seg_id = static_cast<std::int32_t>(segments_.size());
     segments_.emplace_back();
   }
-  segments_[static_cast<std::size_t>(seg_id)] = ExpandableSegment{*base, va, page, stream, kind, true};
+  segments_[static_cast<std::size_t>(seg_id)] =
+      ExpandableSegment{*base, va, page, stream, kind, true};
   const BlockId id = arena_.New();
   Block& b = arena_[id];
   b.ptr = *base;
@@ -77,7 +78,8 @@ bool Simulator::Impl::MapBlock(BlockId id, std::int64_t size) {
   const PageRange pages = PagesToMap(offset, size, seg.page_bytes);
   const std::int64_t bytes = pages.count() * seg.page_bytes;
   // One cuMemCreate per page; if any fails, the pages of this call are released again.
-  if (total_allocated_memory_ + options_.non_pytorch_bytes + bytes > options_.capacity_bytes) return false;
+  if (total_allocated_memory_ + options_.non_pytorch_bytes + bytes > options_.capacity_bytes)
+    return false;
   const std::uint64_t range_ptr = u.ptr;
   EraseFree(id);
   arena_[id].mapped = true;
@@ -114,7 +116,8 @@ void Simulator::Impl::UnmapBlock(BlockId id) {
   const std::int64_t offset = static_cast<std::int64_t>(b0.ptr - seg.base);
   const PageRange pages = PagesToUnmap(offset, b0.size, seg.page_bytes);
   if (pages.count() == 0) return;
-  const std::uint64_t range_ptr = seg.base + static_cast<std::uint64_t>(pages.first * seg.page_bytes);
+  const std::uint64_t range_ptr =
+      seg.base + static_cast<std::uint64_t>(pages.first * seg.page_bytes);
   const std::int64_t bytes = pages.count() * seg.page_bytes;
   EraseFree(id);
   const std::int64_t before = static_cast<std::int64_t>(range_ptr - b0.ptr);
@@ -136,7 +139,8 @@ void Simulator::Impl::UnmapBlock(BlockId id) {
   };
   const std::uint64_t old_ptr = b0.ptr;
   if (before > 0) make_free(old_ptr, before, arena_[id].prev, id);
-  if (after > 0) make_free(range_ptr + static_cast<std::uint64_t>(bytes), after, id, arena_[id].next);
+  if (after > 0)
+    make_free(range_ptr + static_cast<std::uint64_t>(bytes), after, id, arena_[id].next);
   Block& b = arena_[id];
   b.ptr = range_ptr;
   b.size = bytes;

@@ -41,6 +41,10 @@ struct AllocParams {
   StreamId stream = 0;
   PoolKind pool = PoolKind::kLarge;
   BlockId block = kNoBlock;
+  // Set when `block` came from the pool's free set: its position there. get_free_block()
+  // removes it at once; memtune removes it in alloc_found_block(), where a split can put the
+  // remainder into the same slot (nothing touches the set in between).
+  std::optional<FreeBlockSet::Pos> cached_at;
 };
 
 // Handle table entry values besides a BlockId.
@@ -99,8 +103,11 @@ class Simulator::Impl {
   PoolState& pool(PoolKind k) { return pools_[static_cast<std::size_t>(k)]; }
   const PoolState& pool(PoolKind k) const { return pools_[static_cast<std::size_t>(k)]; }
   std::optional<std::uint64_t> NewAddress(const SegmentRequest& request);
-  void ReleaseAddress(std::uint64_t address, std::int64_t bytes) { address_space_.Release(address, bytes); }
-  void Emit(AllocatorEventKind kind, std::uint64_t address, std::int64_t size, StreamId stream, PoolKind pool) {
+  void ReleaseAddress(std::uint64_t address, std::int64_t bytes) {
+    address_space_.Release(address, bytes);
+  }
+  void Emit(AllocatorEventKind kind, std::uint64_t address, std::int64_t size, StreamId stream,
+            PoolKind pool) {
     if (observer_) observer_(AllocatorEvent{kind, address, size, stream, pool});
   }
   BlockId& HandleSlot(HandleId handle);

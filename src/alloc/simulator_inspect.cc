@@ -18,13 +18,16 @@ void Simulator::Impl::RecordOom(const AllocParams& p, std::int64_t orig) {
   r.device_total_bytes = options_.capacity_bytes;
   r.device_free_bytes = std::max<std::int64_t>(
       0, options_.capacity_bytes - options_.non_pytorch_bytes - total_allocated_memory_);
-  Emit(AllocatorEventKind::kOom, static_cast<std::uint64_t>(r.device_free_bytes), p.size, p.stream, p.pool);
+  Emit(AllocatorEventKind::kOom, static_cast<std::uint64_t>(r.device_free_bytes), p.size, p.stream,
+       p.pool);
   ledger_.Apply({StatEventKind::kOom});
   const DeviceStats& s = ledger_.stats();
   r.allocated_bytes = All(s.allocated_bytes).current;
   r.reserved_bytes = All(s.reserved_bytes).current;
-  if (FractionSet() && rules_.oom_template == OomTemplate::kV24) r.allowed_bytes = allowed_memory_maximum_;
-  if (options_.nvml_available) r.process_bytes = total_allocated_memory_ + options_.non_pytorch_bytes;
+  if (FractionSet() && rules_.oom_template == OomTemplate::kV24)
+    r.allowed_bytes = allowed_memory_maximum_;
+  if (options_.nvml_available)
+    r.process_bytes = total_allocated_memory_ + options_.non_pytorch_bytes;
   last_oom_ = r;
 }
 
@@ -46,13 +49,16 @@ std::vector<SegmentInfo> Simulator::Impl::Segments() const {
     }
     out.push_back(std::move(seg));
   }
-  std::sort(out.begin(), out.end(), [](const SegmentInfo& a, const SegmentInfo& b) { return a.address < b.address; });
+  std::sort(out.begin(), out.end(),
+            [](const SegmentInfo& a, const SegmentInfo& b) { return a.address < b.address; });
   return out;
 }
 
 namespace {
 
-Error Broken(const std::string& what) { return Error{ErrorCode::kInternal, "allocator invariant", what, {}}; }
+Error Broken(const std::string& what) {
+  return Error{ErrorCode::kInternal, "allocator invariant", what, {}};
+}
 
 }  // namespace
 
@@ -65,7 +71,8 @@ Status Simulator::Impl::CheckBlocks() const {
     if (b.next != kNoBlock) {
       const Block& n = arena_[b.next];
       if (!n.live || n.prev != id) return Broken("prev/next links disagree");
-      if (b.ptr + static_cast<std::uint64_t>(b.size) != n.ptr) return Broken("neighbouring blocks overlap or leave a gap");
+      if (b.ptr + static_cast<std::uint64_t>(b.size) != n.ptr)
+        return Broken("neighbouring blocks overlap or leave a gap");
       if (b.state == BlockState::kFree && n.state == BlockState::kFree && b.mapped == n.mapped) {
         return Broken("two adjacent free blocks were not merged");
       }
@@ -74,14 +81,16 @@ Status Simulator::Impl::CheckBlocks() const {
     const FreeBlockSet& set = b.mapped ? pool(b.pool).blocks : pool(b.pool).unmapped;
     if (!set.Contains(FreeKeyOf(b, id))) return Broken("free block missing from its pool set");
     ++(b.mapped ? free_mapped : free_unmapped);
-    const bool native_large_split = !b.is_expandable() && b.pool == PoolKind::kLarge && b.is_split();
+    const bool native_large_split =
+        !b.is_expandable() && b.pool == PoolKind::kLarge && b.is_split();
     if (native_large_split && !cfg().expandable_segments && b.size <= kSmallSize) {
       return Broken("a free block of a split large native segment is <= 1 MiB");
     }
   }
   const std::size_t in_sets = pools_[0].blocks.size() + pools_[1].blocks.size();
   const std::size_t in_unmapped = pools_[0].unmapped.size() + pools_[1].unmapped.size();
-  if (in_sets != free_mapped || in_unmapped != free_unmapped) return Broken("pool sets hold blocks that are not free");
+  if (in_sets != free_mapped || in_unmapped != free_unmapped)
+    return Broken("pool sets hold blocks that are not free");
   return OkStatus();
 }
 
@@ -107,10 +116,13 @@ Status Simulator::Impl::CheckCounters() const {
     return Broken("reserved_bytes " + std::to_string(All(s.reserved_bytes).current) +
                   " != sum of segment sizes " + std::to_string(reserved));
   }
-  if (allocated != All(s.allocated_bytes).current) return Broken("allocated_bytes != sum of allocated blocks");
+  if (allocated != All(s.allocated_bytes).current)
+    return Broken("allocated_bytes != sum of allocated blocks");
   if (active != All(s.active_bytes).current) return Broken("active_bytes != sum of active blocks");
-  if (requested != All(s.requested_bytes).current) return Broken("requested_bytes != sum of requested sizes");
-  if (split_bytes != All(s.inactive_split_bytes).current || split_count != All(s.inactive_split).current) {
+  if (requested != All(s.requested_bytes).current)
+    return Broken("requested_bytes != sum of requested sizes");
+  if (split_bytes != All(s.inactive_split_bytes).current ||
+      split_count != All(s.inactive_split).current) {
     return Broken("inactive_split counters disagree with the split segments");
   }
   if (native_segments != All(s.segment).current) return Broken("segment count disagrees");
@@ -125,7 +137,8 @@ Status Simulator::Impl::CheckInvariants() const {
 
 // --- Simulator: forwards ---
 
-Simulator::Simulator(SimulatorOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Simulator::Simulator(SimulatorOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
 Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
 Simulator& Simulator::operator=(Simulator&&) noexcept = default;
@@ -135,11 +148,17 @@ AllocResult Simulator::Alloc(HandleId handle, std::int64_t size_bytes, StreamId 
 }
 FreeStatus Simulator::Free(HandleId handle) { return impl_->Free(handle); }
 FreeStatus Simulator::FreeCompleted(HandleId handle) { return impl_->FreeCompleted(handle); }
-FreeStatus Simulator::RecordStream(HandleId handle, StreamId stream) { return impl_->RecordStream(handle, stream); }
+FreeStatus Simulator::RecordStream(HandleId handle, StreamId stream) {
+  return impl_->RecordStream(handle, stream);
+}
 void Simulator::EmptyCache() { impl_->ReleaseCachedBlocks(); }
 void Simulator::SetMemoryFraction(double fraction) { impl_->SetMemoryFraction(fraction); }
-void Simulator::SetCapacity(std::int64_t capacity_bytes) { impl_->options_.capacity_bytes = capacity_bytes; }
-void Simulator::SetNonPytorchBytes(std::int64_t bytes) { impl_->options_.non_pytorch_bytes = bytes; }
+void Simulator::SetCapacity(std::int64_t capacity_bytes) {
+  impl_->options_.capacity_bytes = capacity_bytes;
+}
+void Simulator::SetNonPytorchBytes(std::int64_t bytes) {
+  impl_->options_.non_pytorch_bytes = bytes;
+}
 void Simulator::ResetPeakStats() { impl_->ledger_.ResetPeaks(); }
 const DeviceStats& Simulator::stats() const { return impl_->ledger_.stats(); }
 const SimulatorOptions& Simulator::options() const { return impl_->options_; }
@@ -150,7 +169,8 @@ std::string Simulator::LastOomMessage() const {
 }
 std::int64_t Simulator::DeviceFreeBytes() const {
   const auto& o = impl_->options_;
-  return std::max<std::int64_t>(0, o.capacity_bytes - o.non_pytorch_bytes - impl_->total_allocated_memory_);
+  return std::max<std::int64_t>(
+      0, o.capacity_bytes - o.non_pytorch_bytes - impl_->total_allocated_memory_);
 }
 void Simulator::SetObserver(AllocatorObserver observer) { impl_->observer_ = std::move(observer); }
 void Simulator::SetAddressOracle(AddressOracle oracle) { impl_->oracle_ = std::move(oracle); }

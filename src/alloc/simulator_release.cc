@@ -41,8 +41,8 @@ void Simulator::Impl::ReleaseBlock(BlockId id) {
 }
 
 void Simulator::Impl::GarbageCollectCachedBlocks() {
-  const auto threshold = static_cast<std::int64_t>(
-      cfg().garbage_collection_threshold * static_cast<double>(*allowed_memory_maximum_));
+  const auto threshold = static_cast<std::int64_t>(cfg().garbage_collection_threshold *
+                                                   static_cast<double>(*allowed_memory_maximum_));
   if (total_allocated_memory_ <= threshold) return;
   const std::int64_t target = total_allocated_memory_ - threshold;
   PoolState& large = pool(PoolKind::kLarge);

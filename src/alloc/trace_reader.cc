@@ -10,7 +10,7 @@
 namespace memtune::alloc {
 namespace {
 
-constexpr std::size_t kRecentNames = 65536;       // released names remembered for diagnostics
+constexpr std::size_t kRecentNames = 65536;  // released names remembered for diagnostics
 constexpr std::int64_t kMaxTraceBytes = std::int64_t{1} << 62;  // bytes; above is "absurd"
 
 struct OpSpec {
@@ -31,7 +31,9 @@ constexpr OpSpec kOps[] = {
     {"reset_peak_stats", TraceOp::kResetPeakStats, 0, 0},
 };
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
 
 // Splits at whitespace; at most 5 tokens are kept (more is an error for every op).
 int Split(std::string_view s, std::string_view* out, int max) {
@@ -109,15 +111,19 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
   if (spec == nullptr) {
     std::vector<std::string> names;
     for (const OpSpec& s : kOps) names.emplace_back(s.name);
-    return Fail("unknown trace operation '" + std::string(tok[0]) + "'; allowed: " + JoinNames(names),
-                DidYouMean(tok[0], names));
+    return Fail(
+        "unknown trace operation '" + std::string(tok[0]) + "'; allowed: " + JoinNames(names),
+        DidYouMean(tok[0], names));
   }
   const int args = n - 1;
   if (args < spec->min_args || args > spec->max_args) {
-    return Fail("'" + std::string(spec->name) + "' takes " +
-                (spec->min_args == spec->max_args ? std::to_string(spec->min_args)
-                                                  : std::to_string(spec->min_args) + " or " + std::to_string(spec->max_args)) +
-                " field(s), got " + (n > kMaxTokens ? "more than " + std::to_string(kMaxTokens - 1) : std::to_string(args)));
+    return Fail(
+        "'" + std::string(spec->name) + "' takes " +
+        (spec->min_args == spec->max_args
+             ? std::to_string(spec->min_args)
+             : std::to_string(spec->min_args) + " or " + std::to_string(spec->max_args)) +
+        " field(s), got " +
+        (n > kMaxTokens ? "more than " + std::to_string(kMaxTokens - 1) : std::to_string(args)));
   }
   event.op = spec->op;
   auto parse_bytes = [&](std::string_view t) -> Result<std::int64_t> {
@@ -132,7 +138,8 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
       if (!parsed) return Fail("bad size '" + std::string(t) + "': " + parsed.error().message);
       v = *parsed;
     }
-    if (v > kMaxTraceBytes) return Fail("size '" + std::string(t) + "' is absurd (over 2^62 bytes)");
+    if (v > kMaxTraceBytes)
+      return Fail("size '" + std::string(t) + "' is absurd (over 2^62 bytes)");
     return v;
   };
   auto parse_stream = [&](std::string_view t) -> Result<StreamId> {
@@ -140,7 +147,8 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
     char* end = nullptr;
     const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
     const unsigned long long v = std::strtoull(s.c_str() + (hex ? 2 : 0), &end, hex ? 16 : 10);
-    if (s.empty() || s[0] == '-' || end != s.c_str() + s.size() || end == s.c_str() + (hex ? 2 : 0)) {
+    if (s.empty() || s[0] == '-' || end != s.c_str() + s.size() ||
+        end == s.c_str() + (hex ? 2 : 0)) {
       return Fail("bad stream '" + s + "'; expected a non-negative integer (decimal or 0x hex)");
     }
     return static_cast<StreamId>(v);

@@ -8,8 +8,8 @@
 namespace memtune::alloc {
 namespace {
 
-constexpr int kFirstMinor = 1;   // 2.1: first release with expandable segments
-constexpr int kLastMinor = 10;   // newest numbered release memtune models
+constexpr int kFirstMinor = 1;  // 2.1: first release with expandable segments
+constexpr int kLastMinor = 10;  // newest numbered release memtune models
 
 bool ParseSmallInt(std::string_view text, int& out) {
   if (text.empty() || text.size() > 3) return false;
@@ -69,8 +69,8 @@ VersionRules RulesFor(TorchVersion v) {
   r.has_pinned_background_threads = at_least(5);
   r.has_pinned_reserve_segment = at_least(8);
   r.has_graph_capture_record_stream_reuse = at_least(8);
-  r.oom_template = at_least(4) ? OomTemplate::kV24
-                               : (at_least(2) ? OomTemplate::kV22 : OomTemplate::kV21);
+  r.oom_template =
+      at_least(4) ? OomTemplate::kV24 : (at_least(2) ? OomTemplate::kV22 : OomTemplate::kV21);
   r.oom_docs_pytorch_org_url = at_least(9);
   return r;
 }

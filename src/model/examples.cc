@@ -26,7 +26,8 @@ std::string Stem(std::string_view file_name) {
 
 std::vector<std::string> ExampleNames() {
   std::vector<std::string> names;
-  for (const EmbeddedFile* f = kExampleFiles; f->name != nullptr; ++f) names.push_back(Stem(f->name));
+  for (const EmbeddedFile* f = kExampleFiles; f->name != nullptr; ++f)
+    names.push_back(Stem(f->name));
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -37,9 +38,9 @@ Result<std::string> ExampleJobYaml(std::string_view name) {
   }
   const std::vector<std::string> names = ExampleNames();
   const std::string suggestion = DidYouMean(name, names);
-  return NotFound("--example", "unknown example '" + std::string(name) + "'",
-                  (suggestion.empty() ? "" : suggestion + " ") + "known examples: " +
-                      JoinNames(names));
+  return NotFound(
+      "--example", "unknown example '" + std::string(name) + "'",
+      (suggestion.empty() ? "" : suggestion + " ") + "known examples: " + JoinNames(names));
 }
 
 }  // namespace memtune::model

@@ -34,7 +34,8 @@ void DeriveArchitecture(ParseContext& ctx) {
   if (!m.microbatch_group_size_per_vp_stage) {
     m.microbatch_group_size_per_vp_stage = m.pipeline_model_parallel_size;
   }
-  if (m.multi_latent_attention && !ctx.Has("model.q_lora_rank")) m.q_lora_rank = kMlaDefaultQLoraRank;
+  if (m.multi_latent_attention && !ctx.Has("model.q_lora_rank"))
+    m.q_lora_rank = kMlaDefaultQLoraRank;
 }
 
 // model.seq_length and dataset.seq_length must agree (Bridge ConfigContainer.validate
@@ -46,7 +47,8 @@ Status ResolveSeqLength(const YAML::Node& dataset, ParseContext& ctx) {
     ds = d["seq_length"] && !d["seq_length"].IsNull() ? d["seq_length"] : d["sequence_length"];
   }
   ModelConfig& m = ctx.doc.job.model;
-  const bool model_explicit = ctx.model_explicit.count("seq_length") > 0 && ctx.Has("model.seq_length");
+  const bool model_explicit =
+      ctx.model_explicit.count("seq_length") > 0 && ctx.Has("model.seq_length");
   if (!ds || ds.IsNull()) {
     if (ctx.Has("model.seq_length") && !model_explicit) {
       const char* from = m.preset.empty() ? "model.hf_config" : "model.preset";
@@ -91,10 +93,19 @@ void DerivePrecisionDefaults(ParseContext& ctx) {
   if (job.mixed_precision.empty() && !ctx.Has("model.pipeline_dtype")) {
     job.model.pipeline_dtype = job.model.params_dtype;
   }
+  const bool precision_given =
+      ctx.Has("model.bf16") || ctx.Has("model.fp16") || ctx.Has("model.params_dtype");
+  if (job.mixed_precision.empty() && !precision_given &&
+      job.memtune.framework == Framework::kMegatron) {
+    ctx.Warn(
+        "no mixed_precision and no model.bf16/fp16/params_dtype: the job trains in fp32 "
+        "(Bridge's default); set mixed_precision: bf16_mixed for bf16 training");
+  }
   if (job.optimizer.optimizer_cpu_offload && !ctx.Has("optimizer.optimizer_offload_fraction")) {
-    ctx.Warn("optimizer.optimizer_cpu_offload is on but optimizer.optimizer_offload_fraction is "
-             "absent: MCore OptimizerConfig's default 0.0 offloads nothing (Megatron-LM's "
-             "--optimizer-offload-fraction defaults to 1.0)");
+    ctx.Warn(
+        "optimizer.optimizer_cpu_offload is on but optimizer.optimizer_offload_fraction is "
+        "absent: MCore OptimizerConfig's default 0.0 offloads nothing (Megatron-LM's "
+        "--optimizer-offload-fraction defaults to 1.0)");
   }
 }
 
@@ -134,8 +145,9 @@ void ApplySyncRules(ParseContext& ctx) {
   bool& opt_dist = job.optimizer.use_distributed_optimizer;
   // Bridge ConfigContainer._validate_and_apply_megatron_fsdp_v1_configs.
   if (job.ddp.use_megatron_fsdp && !(ddp_dist && opt_dist)) {
-    ctx.Warn("ddp.use_megatron_fsdp = true turns the distributed optimizer on in ddp and "
-             "optimizer (Bridge requires it for Megatron-FSDP)");
+    ctx.Warn(
+        "ddp.use_megatron_fsdp = true turns the distributed optimizer on in ddp and "
+        "optimizer (Bridge requires it for Megatron-FSDP)");
     ddp_dist = opt_dist = true;
   }
   // Bridge config.py _validate_and_sync_distributed_optimizer_settings.
@@ -185,8 +197,8 @@ void ListSection(const SectionSpec& spec, ParseContext& ctx) {
 }  // namespace
 
 void ListMemoryDefaults(ParseContext& ctx) {
-  for (const SectionSpec* spec : {&ModelTable(), &TrainTable(), &OptimizerTable(), &DdpTable(),
-                                  &MemtuneTable()}) {
+  for (const SectionSpec* spec :
+       {&ModelTable(), &TrainTable(), &OptimizerTable(), &DdpTable(), &MemtuneTable()}) {
     ListSection(*spec, ctx);
   }
   if (ctx.doc.job.peft) ListSection(PeftTable(), ctx);

@@ -48,8 +48,7 @@ Json JobJson(const Job& job) {
 
 bool IsPlainYaml(const std::string& text) {
   static const std::regex kPlain("[A-Za-z_][A-Za-z0-9_./+-]*");
-  static const std::regex kReserved("(?:true|false|yes|no|on|off|null|y|n|~)",
-                                    std::regex::icase);
+  static const std::regex kReserved("(?:true|false|yes|no|on|off|null|y|n|~)", std::regex::icase);
   return std::regex_match(text, kPlain) && !std::regex_match(text, kReserved);
 }
 

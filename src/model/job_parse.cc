@@ -25,13 +25,24 @@ const std::vector<std::string>& KnownSections() {
 
 // ConfigContainer sections memtune does not use (Megatron-Bridge training/config.py).
 bool IsBridgeSection(const std::string& key) {
-  static const std::vector<std::string> kBridge = {
-      "rng",       "rerun_state_machine", "validation", "scheduler", "logger",
-      "tokenizer", "checkpoint",          "dist",       "ft",        "straggler",
-      "nvrx_straggler", "profiling",      "comm_overlap", "tensor_inspect",
-      "inprocess_restart", "optimizer_config_override_provider", "data_parallel_size"};
-  return key.rfind('_', 0) == 0 ||
-         std::find(kBridge.begin(), kBridge.end(), key) != kBridge.end();
+  static const std::vector<std::string> kBridge = {"rng",
+                                                   "rerun_state_machine",
+                                                   "validation",
+                                                   "scheduler",
+                                                   "logger",
+                                                   "tokenizer",
+                                                   "checkpoint",
+                                                   "dist",
+                                                   "ft",
+                                                   "straggler",
+                                                   "nvrx_straggler",
+                                                   "profiling",
+                                                   "comm_overlap",
+                                                   "tensor_inspect",
+                                                   "inprocess_restart",
+                                                   "optimizer_config_override_provider",
+                                                   "data_parallel_size"};
+  return key.rfind('_', 0) == 0 || std::find(kBridge.begin(), kBridge.end(), key) != kBridge.end();
 }
 
 const FieldSpec* FindField(const SectionSpec& spec, const std::string& name) {
@@ -53,8 +64,7 @@ Status HandleUnknown(const std::string& key, const SectionSpec& spec, ParseConte
   const std::string path = spec.path + "." + key;
   const std::vector<std::string> names = FieldNames(spec);
   if (spec.strict) {
-    return InvalidConfig(path, path + " is not a " + spec.path + " field",
-                         AllowedHint(key, names));
+    return InvalidConfig(path, path + " is not a " + spec.path + " field", AllowedHint(key, names));
   }
   ctx.doc.ignored_fields.push_back(path);
   const auto& quiet = spec.quiet_unused;
@@ -131,11 +141,13 @@ Result<YAML::Node> BaseModelNode(const YAML::Node& model, const ParseOptions& op
   if (has_preset) {
     MEMTUNE_TRY(const std::string name, ToName(preset, "model.preset"));
     auto text = ModelPresetYaml(name);
-    if (!text) return Error{text.error().code, "model.preset", text.error().message, text.error().hint};
+    if (!text)
+      return Error{text.error().code, "model.preset", text.error().message, text.error().hint};
     MEMTUNE_TRY(const YAML::Node catalog, LoadYamlText(*text, "preset " + name));
     const YAML::Node fields = catalog["model"];
     if (!fields || !fields.IsMap()) {
-      return Error{ErrorCode::kInternal, "model.preset", "catalog entry '" + name + "' has no model mapping", ""};
+      return Error{ErrorCode::kInternal, "model.preset",
+                   "catalog entry '" + name + "' has no model mapping", ""};
     }
     return YAML::Clone(fields);
   }
@@ -152,7 +164,8 @@ Result<YAML::Node> BaseModelNode(const YAML::Node& model, const ParseOptions& op
 
 // model: the preset / hf_config fields first, then the document's explicit fields.
 Status ReadModel(const YAML::Node& model, const ParseOptions& options, ParseContext& ctx) {
-  if (!model || model.IsNull()) return ReadSection(YAML::Node(YAML::NodeType::Undefined), ModelTable(), ctx);
+  if (!model || model.IsNull())
+    return ReadSection(YAML::Node(YAML::NodeType::Undefined), ModelTable(), ctx);
   if (!model.IsMap()) return WrongType(model, "model", "a mapping", "a mapping of model fields");
   MEMTUNE_TRY(YAML::Node merged, BaseModelNode(model, options));
   for (const auto& kv : model) {
@@ -163,7 +176,8 @@ Status ReadModel(const YAML::Node& model, const ParseOptions& options, ParseCont
   std::vector<std::string> seen;
   for (const auto& kv : model) {
     if (std::find(seen.begin(), seen.end(), kv.first.Scalar()) != seen.end()) {
-      return InvalidInput("model." + kv.first.Scalar(), "model." + kv.first.Scalar() + " is given twice");
+      return InvalidInput("model." + kv.first.Scalar(),
+                          "model." + kv.first.Scalar() + " is given twice");
     }
     seen.push_back(kv.first.Scalar());
   }
@@ -190,7 +204,8 @@ Status ReadPeft(const YAML::Node& peft, ParseContext& ctx) {
 void ReadEnvVars(const YAML::Node& env_vars, ParseContext& ctx) {
   if (!env_vars || !env_vars.IsMap()) return;
   for (const auto& kv : env_vars) {
-    if (kv.second.IsScalar()) ctx.doc.job.memtune.env.emplace(kv.first.Scalar(), kv.second.Scalar());
+    if (kv.second.IsScalar())
+      ctx.doc.job.memtune.env.emplace(kv.first.Scalar(), kv.second.Scalar());
   }
 }
 
@@ -207,7 +222,8 @@ Status CheckTopLevel(const YAML::Node& root, ParseContext& ctx) {
     ctx.doc.ignored_fields.push_back(key);
     if (IsBridgeSection(key)) continue;
     if (std::string near = Suggest(key, known); !near.empty()) {
-      ctx.Warn("'" + key + "' is not a section memtune uses; did you mean '" + near + "'? (ignored)");
+      ctx.Warn("'" + key + "' is not a section memtune uses; did you mean '" + near +
+               "'? (ignored)");
     }
   }
   return OkStatus();
@@ -222,6 +238,11 @@ Status ReadSections(const YAML::Node& root, const ParseOptions& options, ParseCo
   MEMTUNE_RETURN_IF_ERROR(ReadSection(root["memtune"], MemtuneTable(), ctx));
   MEMTUNE_RETURN_IF_ERROR(ReadPeft(root["peft"], ctx));
   ReadEnvVars(root["env_vars"], ctx);
+  const YAML::Node memtune = root["memtune"];
+  if (memtune && memtune.IsMap() && memtune["fsdp2"] &&
+      ctx.doc.job.memtune.framework != Framework::kFsdp2) {
+    ctx.Warn("memtune.fsdp2 is ignored unless memtune.framework is fsdp2");
+  }
   return OkStatus();
 }
 

@@ -2,10 +2,10 @@
 // sections, defaults, mixed precision, sync rules). Private to src/model.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <set>
 #include <string>
-
-#include <yaml-cpp/yaml.h>
 
 #include "memtune/core/result.h"
 #include "memtune/model/job_parse.h"

@@ -18,7 +18,7 @@ struct MixedPrecision {
   std::optional<Dtype> params_dtype;    // None: torch's default dtype, fp32
   std::optional<Dtype> pipeline_dtype;  // None: same as params
   bool grad_reduce_in_fp32 = true;
-  std::string fp8;                       // "" = None
+  std::string fp8;  // "" = None
   std::string fp8_recipe = "tensorwise";
   bool first_last_layers_bf16 = false;
   std::optional<bool> fp8_param;  // None: finalize() copies fp8_param_gather
@@ -98,8 +98,10 @@ const std::map<std::string, MixedPrecision>& Presets() {
        WithBf16Ends(WithFp8(Bf16Mixed(), "hybrid", "blockwise", true), 2, 2)},
       {"fp16_with_fp8_current_scaling_mixed",
        WithBf16Ends(WithFp8(Fp16Mixed(), "hybrid", "tensorwise", true), 1, 1)},
-      {"bf16_with_fp8_subchannel_scaling_mixed", WithFp8(Bf16Mixed(), "hybrid", "blockwise", false)},
-      {"fp16_with_fp8_subchannel_scaling_mixed", WithFp8(Fp16Mixed(), "hybrid", "blockwise", false)},
+      {"bf16_with_fp8_subchannel_scaling_mixed",
+       WithFp8(Bf16Mixed(), "hybrid", "blockwise", false)},
+      {"fp16_with_fp8_subchannel_scaling_mixed",
+       WithFp8(Fp16Mixed(), "hybrid", "blockwise", false)},
       {"bf16_with_nvfp4_mixed", Bf16WithNvfp4()},
       {"nemotron_3_super_bf16_with_nvfp4_mixed",
        [] {
@@ -124,11 +126,21 @@ Result<MixedPrecision> LookupPreset(const YAML::Node& node, const std::string& p
 
 // MixedPrecisionConfig fields Bridge has that do not change memory.
 const std::vector<std::string>& UnusedFields() {
-  static const std::vector<std::string> kUnused = {
-      "fp32", "autocast_dtype", "autocast_enabled", "fp8_margin",
-      "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_wgrad", "fp8_dot_product_attention",
-      "fp8_multi_head_attention", "fp4_recipe", "loss_scale", "initial_loss_scale",
-      "min_loss_scale", "loss_scale_window", "hysteresis"};
+  static const std::vector<std::string> kUnused = {"fp32",
+                                                   "autocast_dtype",
+                                                   "autocast_enabled",
+                                                   "fp8_margin",
+                                                   "fp8_amax_history_len",
+                                                   "fp8_amax_compute_algo",
+                                                   "fp8_wgrad",
+                                                   "fp8_dot_product_attention",
+                                                   "fp8_multi_head_attention",
+                                                   "fp4_recipe",
+                                                   "loss_scale",
+                                                   "initial_loss_scale",
+                                                   "min_loss_scale",
+                                                   "loss_scale_window",
+                                                   "hysteresis"};
   return kUnused;
 }
 
@@ -167,14 +179,15 @@ MpReader DtypeInto(std::optional<Dtype> MixedPrecision::*member) {
 }
 
 MpReader EnumInto(std::string MixedPrecision::*member, std::vector<std::string> allowed) {
-  return [member, allowed](const YAML::Node& n, const std::string& p, MixedPrecision& mp) -> Status {
-    if (n.IsNull()) {
-      (mp.*member).clear();
-      return OkStatus();
-    }
-    MEMTUNE_TRY(mp.*member, ToEnum(n, p, allowed));
-    return OkStatus();
-  };
+  return
+      [member, allowed](const YAML::Node& n, const std::string& p, MixedPrecision& mp) -> Status {
+        if (n.IsNull()) {
+          (mp.*member).clear();
+          return OkStatus();
+        }
+        MEMTUNE_TRY(mp.*member, ToEnum(n, p, allowed));
+        return OkStatus();
+      };
 }
 
 MpReader IntInto(int MixedPrecision::*member) {
@@ -197,7 +210,8 @@ const std::vector<std::pair<std::string, MpReader>>& MpFields() {
       {"pipeline_dtype", DtypeInto(&M::pipeline_dtype)},
       {"grad_reduce_in_fp32", BoolInto(&M::grad_reduce_in_fp32)},
       {"fp8", EnumInto(&M::fp8, {"hybrid", "e4m3"})},
-      {"fp8_recipe", EnumInto(&M::fp8_recipe, {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"})},
+      {"fp8_recipe",
+       EnumInto(&M::fp8_recipe, {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"})},
       {"first_last_layers_bf16", BoolInto(&M::first_last_layers_bf16)},
       {"fp8_param", BoolInto(&M::fp8_param)},
       {"fp8_param_gather", BoolInto(&M::fp8_param_gather)},
@@ -279,16 +293,20 @@ const std::vector<Target>& Targets() {
       {"model.bf16", [](const Job& j) { return Json(j.model.bf16); }},
       {"model.fp16", [](const Job& j) { return Json(j.model.fp16); }},
       {"model.params_dtype", [](const Job& j) { return Json(DtypeName(j.model.params_dtype)); }},
-      {"model.pipeline_dtype", [](const Job& j) { return Json(DtypeName(j.model.pipeline_dtype)); }},
+      {"model.pipeline_dtype",
+       [](const Job& j) { return Json(DtypeName(j.model.pipeline_dtype)); }},
       {"model.fp8", [](const Job& j) { return Json(j.model.fp8); }},
       {"model.fp8_recipe", [](const Job& j) { return Json(j.model.fp8_recipe); }},
       {"model.fp8_param", [](const Job& j) { return Json(j.model.fp8_param); }},
       {"model.fp8_param_gather", [](const Job& j) { return Json(j.model.fp8_param_gather); }},
       {"model.fp4", [](const Job& j) { return Json(j.model.fp4); }},
       {"model.fp4_param", [](const Job& j) { return Json(j.model.fp4_param); }},
-      {"model.first_last_layers_bf16", [](const Job& j) { return Json(j.model.first_last_layers_bf16); }},
-      {"model.num_layers_at_start_in_bf16", [](const Job& j) { return Json(j.model.num_layers_at_start_in_bf16); }},
-      {"model.num_layers_at_end_in_bf16", [](const Job& j) { return Json(j.model.num_layers_at_end_in_bf16); }},
+      {"model.first_last_layers_bf16",
+       [](const Job& j) { return Json(j.model.first_last_layers_bf16); }},
+      {"model.num_layers_at_start_in_bf16",
+       [](const Job& j) { return Json(j.model.num_layers_at_start_in_bf16); }},
+      {"model.num_layers_at_end_in_bf16",
+       [](const Job& j) { return Json(j.model.num_layers_at_end_in_bf16); }},
       {"optimizer.bf16", [](const Job& j) { return Json(j.optimizer.bf16); }},
       {"optimizer.fp16", [](const Job& j) { return Json(j.optimizer.fp16); }},
       {"ddp.grad_reduce_in_fp32", [](const Job& j) { return Json(j.ddp.grad_reduce_in_fp32); }},

@@ -4,16 +4,16 @@
 // Private to src/model.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include "memtune/core/result.h"
 #include "memtune/model/job.h"
@@ -188,20 +188,20 @@ struct Binder {
                  std::vector<EnumAlias> aliases = {}, bool null_is_none = false) const {
     auto g = get;
     auto c = cget;
-    FieldSpec f{name,
-                [g, member, allowed, aliases](const YAML::Node& n, const std::string& p,
-                                              Job& j) -> Status {
-                  if (n.IsNull()) {
-                    (g(j).*member).clear();
-                    return OkStatus();
-                  }
-                  MEMTUNE_TRY(g(j).*member, ToEnum(n, p, allowed, aliases));
-                  return OkStatus();
-                },
-                [c, member, null_is_none](const Job& j) {
-                  const std::string& v = c(j).*member;
-                  return v.empty() && null_is_none ? Json(nullptr) : Json(v);
-                }};
+    FieldSpec f{
+        name,
+        [g, member, allowed, aliases](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          if (n.IsNull()) {
+            (g(j).*member).clear();
+            return OkStatus();
+          }
+          MEMTUNE_TRY(g(j).*member, ToEnum(n, p, allowed, aliases));
+          return OkStatus();
+        },
+        [c, member, null_is_none](const Job& j) {
+          const std::string& v = c(j).*member;
+          return v.empty() && null_is_none ? Json(nullptr) : Json(v);
+        }};
     f.null_is_value = null_is_none;
     return f;
   }

@@ -7,12 +7,12 @@
 namespace memtune::model::internal {
 namespace {
 
-constexpr std::int64_t kMaxDim = 10'000'000;        // hidden/ffn/head sizes, elements
+constexpr std::int64_t kMaxDim = 10'000'000;  // hidden/ffn/head sizes, elements
 constexpr std::int64_t kMaxLayers = 100'000;
 constexpr std::int64_t kMaxHeads = 100'000;
-constexpr std::int64_t kMaxVocab = 100'000'000;     // tokens
+constexpr std::int64_t kMaxVocab = 100'000'000;      // tokens
 constexpr std::int64_t kMaxSeqTokens = 100'000'000;  // tokens
-constexpr std::int64_t kMaxParallel = 100'000;      // any one parallel size
+constexpr std::int64_t kMaxParallel = 100'000;       // any one parallel size
 constexpr std::int64_t kMaxExperts = 100'000;
 
 bool IsMoe(const Job& j) { return j.model.num_moe_experts.has_value(); }
@@ -34,9 +34,8 @@ const Binder<ModelConfig> kModel{[](Job& j) -> ModelConfig& { return j.model; },
 
 // Activation functions by the last component of the Python name Bridge dumps
 // ({_target_: torch.nn.functional.silu, _call_: false}) or a plain name.
-const std::vector<std::string> kActivations = {"gelu",         "silu",      "relu",
-                                               "quick_gelu",   "squared_relu", "fast_gelu",
-                                               "openai_gelu",  "erf_gelu"};
+const std::vector<std::string> kActivations = {
+    "gelu", "silu", "relu", "quick_gelu", "squared_relu", "fast_gelu", "openai_gelu", "erf_gelu"};
 
 FieldSpec ActivationField() {
   return {"activation_func",
@@ -67,7 +66,8 @@ FieldSpec MoeLayerFreqField() {
             }
             std::vector<int> flags;
             for (std::size_t i = 0; i < n.size(); ++i) {
-              MEMTUNE_TRY(const std::int64_t f, ToInt(n[i], p + "[" + std::to_string(i) + "]", 0, 1));
+              MEMTUNE_TRY(const std::int64_t f,
+                          ToInt(n[i], p + "[" + std::to_string(i) + "]", 0, 1));
               flags.push_back(static_cast<int>(f));
             }
             j.model.moe_layer_freq = std::move(flags);
@@ -107,9 +107,15 @@ FieldSpec LayoutField() {
 // cuda_graph_scope (deprecated in MCore 2a75ac12 for cuda_graph_modules): a list of module
 // names or CudaGraphModule enums; "full" (or an empty list) captures the whole layer.
 FieldSpec CudaGraphScopeField() {
-  static const std::vector<std::string> kScopes = {"attn",   "mlp",  "moe", "moe_router",
-                                                   "moe_preprocess", "mamba", "full",
-                                                   "full_iteration", "full_iteration_inference"};
+  static const std::vector<std::string> kScopes = {"attn",
+                                                   "mlp",
+                                                   "moe",
+                                                   "moe_router",
+                                                   "moe_preprocess",
+                                                   "mamba",
+                                                   "full",
+                                                   "full_iteration",
+                                                   "full_iteration_inference"};
   return {"cuda_graph_scope",
           [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
             std::vector<std::string> scopes;
@@ -148,24 +154,26 @@ std::vector<FieldSpec> ArchitectureFields() {
       Memory(m.Bool("share_embeddings_and_output_weights",
                     &ModelConfig::share_embeddings_and_output_weights),
              "Bridge GPTModelProvider"),
-      Memory(m.Bool("gated_linear_unit", &ModelConfig::gated_linear_unit), "MCore TransformerConfig"),
+      Memory(m.Bool("gated_linear_unit", &ModelConfig::gated_linear_unit),
+             "MCore TransformerConfig"),
       Memory(ActivationField(), "MCore TransformerConfig"),
-      Memory(m.Choice("normalization", &ModelConfig::normalization,
-                      {{"LayerNorm", Normalization::kLayerNorm},
-                       {"RMSNorm", Normalization::kRMSNorm}}),
+      Memory(m.Choice(
+                 "normalization", &ModelConfig::normalization,
+                 {{"LayerNorm", Normalization::kLayerNorm}, {"RMSNorm", Normalization::kRMSNorm}}),
              "MCore TransformerConfig"),
       Memory(m.Bool("add_bias_linear", &ModelConfig::add_bias_linear), "MCore TransformerConfig"),
       Memory(m.Bool("add_qkv_bias", &ModelConfig::add_qkv_bias), "MCore TransformerConfig"),
       Memory(m.Bool("qk_layernorm", &ModelConfig::qk_layernorm), "MCore TransformerConfig"),
-      Memory(m.Double("hidden_dropout", &ModelConfig::hidden_dropout, 0, 1), "MCore TransformerConfig"),
+      Memory(m.Double("hidden_dropout", &ModelConfig::hidden_dropout, 0, 1),
+             "MCore TransformerConfig"),
       Memory(m.Double("attention_dropout", &ModelConfig::attention_dropout, 0, 1),
              "MCore TransformerConfig"),
       Memory(m.Enum("position_embedding_type", &ModelConfig::position_embedding_type,
                     {"learned_absolute", "rope", "yarn", "mrope", "none"}),
              "Bridge GPTModelProvider"),
-      Memory(m.Int("max_position_embeddings", &ModelConfig::max_position_embeddings, 1,
-                   kMaxSeqTokens),
-             "seq_length", LearnedPositions),
+      Memory(
+          m.Int("max_position_embeddings", &ModelConfig::max_position_embeddings, 1, kMaxSeqTokens),
+          "seq_length", LearnedPositions),
       m.Enum("softmax_type", &ModelConfig::softmax_type, {"vanilla", "off_by_one", "learnable"}),
   };
 }
@@ -195,12 +203,12 @@ std::vector<FieldSpec> MoeFields() {
              "MCore MLATransformerConfig", IsMla),
       Memory(m.Int("kv_lora_rank", &ModelConfig::kv_lora_rank, 1, kMaxDim),
              "MCore MLATransformerConfig", IsMla),
-      Memory(m.Int("qk_head_dim", &ModelConfig::qk_head_dim, 1, kMaxDim), "MCore MLATransformerConfig",
-             IsMla),
+      Memory(m.Int("qk_head_dim", &ModelConfig::qk_head_dim, 1, kMaxDim),
+             "MCore MLATransformerConfig", IsMla),
       Memory(m.Int("qk_pos_emb_head_dim", &ModelConfig::qk_pos_emb_head_dim, 1, kMaxDim),
              "MCore MLATransformerConfig", IsMla),
-      Memory(m.Int("v_head_dim", &ModelConfig::v_head_dim, 1, kMaxDim), "MCore MLATransformerConfig",
-             IsMla),
+      Memory(m.Int("v_head_dim", &ModelConfig::v_head_dim, 1, kMaxDim),
+             "MCore MLATransformerConfig", IsMla),
       m.OptInt("mtp_num_layers", &ModelConfig::mtp_num_layers, 0, kMaxLayers),
   };
 }
@@ -224,19 +232,22 @@ std::vector<FieldSpec> ParallelFields() {
       Memory(m.OptInt("expert_tensor_parallel_size", &ModelConfig::expert_tensor_parallel_size, 1,
                       kMaxParallel),
              "tensor_model_parallel_size", IsMoe),
-      Memory(m.Bool("sequence_parallel", &ModelConfig::sequence_parallel), "MCore ModelParallelConfig"),
+      Memory(m.Bool("sequence_parallel", &ModelConfig::sequence_parallel),
+             "MCore ModelParallelConfig"),
       Memory(m.OptInt("microbatch_group_size_per_vp_stage",
                       &ModelConfig::microbatch_group_size_per_vp_stage, 1, kMaxParallel),
              "pipeline_model_parallel_size", HasVpp),
       m.Bool("account_for_embedding_in_pipeline_split",
              &ModelConfig::account_for_embedding_in_pipeline_split),
-      m.Bool("account_for_loss_in_pipeline_split", &ModelConfig::account_for_loss_in_pipeline_split),
+      m.Bool("account_for_loss_in_pipeline_split",
+             &ModelConfig::account_for_loss_in_pipeline_split),
       m.OptInt("num_layers_in_first_pipeline_stage",
                &ModelConfig::num_layers_in_first_pipeline_stage, 0, kMaxLayers),
       m.OptInt("num_layers_in_last_pipeline_stage", &ModelConfig::num_layers_in_last_pipeline_stage,
                0, kMaxLayers),
       LayoutField(),
-      Memory(m.Int("seq_length", &ModelConfig::seq_length, 1, kMaxSeqTokens), "Bridge GPTModelProvider"),
+      Memory(m.Int("seq_length", &ModelConfig::seq_length, 1, kMaxSeqTokens),
+             "Bridge GPTModelProvider"),
       m.Bool("overlap_moe_expert_parallel_comm", &ModelConfig::overlap_moe_expert_parallel_comm),
       m.Bool("tp_comm_overlap", &ModelConfig::tp_comm_overlap),
       m.Bool("defer_embedding_wgrad_compute", &ModelConfig::defer_embedding_wgrad_compute),
@@ -246,10 +257,10 @@ std::vector<FieldSpec> ParallelFields() {
 std::vector<FieldSpec> LeverFields() {
   const auto& m = kModel;
   return {
-      m.Choice("recompute_granularity", &ModelConfig::recompute_granularity,
-               {{"selective", RecomputeGranularity::kSelective},
-                {"full", RecomputeGranularity::kFull}},
-               RecomputeGranularity::kNone),
+      m.Choice(
+          "recompute_granularity", &ModelConfig::recompute_granularity,
+          {{"selective", RecomputeGranularity::kSelective}, {"full", RecomputeGranularity::kFull}},
+          RecomputeGranularity::kNone),
       m.Choice("recompute_method", &ModelConfig::recompute_method,
                {{"uniform", RecomputeMethod::kUniform}, {"block", RecomputeMethod::kBlock}},
                RecomputeMethod::kNone),
@@ -272,7 +283,8 @@ std::vector<FieldSpec> LeverFields() {
       Alias("cuda_graph_modules", CudaGraphScopeField()),
       Memory(m.Bool("cross_entropy_loss_fusion", &ModelConfig::cross_entropy_loss_fusion),
              "Bridge GPTModelProvider"),
-      m.Enum("cross_entropy_fusion_impl", &ModelConfig::cross_entropy_fusion_impl, {"native", "te"}),
+      m.Enum("cross_entropy_fusion_impl", &ModelConfig::cross_entropy_fusion_impl,
+             {"native", "te"}),
   };
 }
 
@@ -308,8 +320,8 @@ SectionSpec BuildModelSection() {
                 {"dense_grouped_gemm", "fp4_recipe", "moe_expert_rank_capacity_factor",
                  "moe_router_dtype", "moe_shared_expert_glu_interleave_size", "tp_comm_overlap_ag",
                  "tp_comm_overlap_rs", "tp_comm_overlap_rs_dgrad", "tp_comm_overlap_cfg"}};
-  for (auto part : {ArchitectureFields(), MoeFields(), ParallelFields(), LeverFields(),
-                    PrecisionFields()}) {
+  for (auto part :
+       {ArchitectureFields(), MoeFields(), ParallelFields(), LeverFields(), PrecisionFields()}) {
     for (FieldSpec& f : part) s.fields.push_back(std::move(f));
   }
   return s;

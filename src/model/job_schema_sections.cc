@@ -10,11 +10,11 @@
 namespace memtune::model::internal {
 namespace {
 
-constexpr std::int64_t kMaxBatch = 1'000'000'000;   // sequences
-constexpr std::int64_t kMaxWorld = 1'000'000;       // GPUs
+constexpr std::int64_t kMaxBatch = 1'000'000'000;  // sequences
+constexpr std::int64_t kMaxWorld = 1'000'000;      // GPUs
 constexpr std::int64_t kMaxParallel = 100'000;
 constexpr std::int64_t kMaxDim = 10'000'000;
-constexpr std::int64_t kMaxGpuBytes = 1LL << 50;    // 1 PiB: far above any GPU
+constexpr std::int64_t kMaxGpuBytes = 1LL << 50;  // 1 PiB: far above any GPU
 constexpr std::int64_t kMaxBucketElements = 1'000'000'000'000;
 
 bool CpuOffload(const Job& j) { return j.optimizer.optimizer_cpu_offload; }
@@ -65,11 +65,10 @@ SectionSpec BuildOptimizer() {
            o.DtypeField("exp_avg_dtype", &OptimizerConfig::exp_avg_dtype, kMoment),
            o.DtypeField("exp_avg_sq_dtype", &OptimizerConfig::exp_avg_sq_dtype, kMoment),
            o.Bool("optimizer_cpu_offload", &OptimizerConfig::optimizer_cpu_offload),
-           Memory(o.Double("optimizer_offload_fraction", &OptimizerConfig::optimizer_offload_fraction,
-                           0, 1),
+           Memory(o.Double("optimizer_offload_fraction",
+                           &OptimizerConfig::optimizer_offload_fraction, 0, 1),
                   "MCore OptimizerConfig", CpuOffload),
-           o.Bool("bf16", &OptimizerConfig::bf16),
-           o.Bool("fp16", &OptimizerConfig::fp16),
+           o.Bool("bf16", &OptimizerConfig::bf16), o.Bool("fp16", &OptimizerConfig::fp16),
            OptimizerOverlapParamGather()},
           false};
 }
@@ -88,25 +87,25 @@ SectionSpec BuildDdp() {
   const auto d = Bind<DdpConfig>([](Job& j) -> DdpConfig& { return j.ddp; },
                                  [](const Job& j) -> const DdpConfig& { return j.ddp; });
   const FieldSpec fsdp = d.Bool("use_megatron_fsdp", &DdpConfig::use_megatron_fsdp);
-  return {"ddp",
-          {Memory(d.Bool("grad_reduce_in_fp32", &DdpConfig::grad_reduce_in_fp32),
-                  "MCore DistributedDataParallelConfig", IsMegatron),
-           d.Bool("use_distributed_optimizer", &DdpConfig::use_distributed_optimizer),
-           d.Bool("overlap_grad_reduce", &DdpConfig::overlap_grad_reduce),
-           d.Bool("overlap_param_gather", &DdpConfig::overlap_param_gather),
-           fsdp,
-           Alias("use_custom_fsdp", fsdp),
-           d.Enum("data_parallel_sharding_strategy", &DdpConfig::data_parallel_sharding_strategy,
-                  {"no_shard", "optim", "optim_grads", "optim_grads_params"}),
-           d.Int("num_distributed_optimizer_instances",
-                 &DdpConfig::num_distributed_optimizer_instances, 1, kMaxParallel),
-           d.OptInt("bucket_size", &DdpConfig::bucket_size, 1, kMaxBucketElements),
-           d.Bool("average_in_collective", &DdpConfig::average_in_collective),
-           d.Bool("nccl_ub", &DdpConfig::nccl_ub),
-           d.Bool("reuse_grad_buf_for_mxfp8_param_ag", &DdpConfig::reuse_grad_buf_for_mxfp8_param_ag),
-           DdpFp8ParamGather()},
-          false,
-          {"fp4_param_gather"}};
+  return {
+      "ddp",
+      {Memory(d.Bool("grad_reduce_in_fp32", &DdpConfig::grad_reduce_in_fp32),
+              "MCore DistributedDataParallelConfig", IsMegatron),
+       d.Bool("use_distributed_optimizer", &DdpConfig::use_distributed_optimizer),
+       d.Bool("overlap_grad_reduce", &DdpConfig::overlap_grad_reduce),
+       d.Bool("overlap_param_gather", &DdpConfig::overlap_param_gather), fsdp,
+       Alias("use_custom_fsdp", fsdp),
+       d.Enum("data_parallel_sharding_strategy", &DdpConfig::data_parallel_sharding_strategy,
+              {"no_shard", "optim", "optim_grads", "optim_grads_params"}),
+       d.Int("num_distributed_optimizer_instances", &DdpConfig::num_distributed_optimizer_instances,
+             1, kMaxParallel),
+       d.OptInt("bucket_size", &DdpConfig::bucket_size, 1, kMaxBucketElements),
+       d.Bool("average_in_collective", &DdpConfig::average_in_collective),
+       d.Bool("nccl_ub", &DdpConfig::nccl_ub),
+       d.Bool("reuse_grad_buf_for_mxfp8_param_ag", &DdpConfig::reuse_grad_buf_for_mxfp8_param_ag),
+       DdpFp8ParamGather()},
+      false,
+      {"fp4_param_gather"}};
 }
 
 // dataset.seq_length is checked here and compared with model.seq_length by the parser
@@ -127,7 +126,8 @@ FieldSpec PeftTargetField() {
   return {"_target_",
           [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
             MEMTUNE_TRY(std::string name, ToName(n, p));
-            std::string last = name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
+            std::string last =
+                name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
             for (char& c : last) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
             if (last == "lora" || last == "vlmlora") {
               j.peft->method = "lora";
@@ -148,13 +148,14 @@ FieldSpec PeftTargetField() {
 SectionSpec BuildPeft() {
   const auto p = Bind<PeftConfig>([](Job& j) -> PeftConfig& { return *j.peft; },
                                   [](const Job& j) -> const PeftConfig& { return *j.peft; });
-  return {"peft",
-          {Memory(PeftTargetField(), "Bridge LoRA"),
-           Memory(p.Int("dim", &PeftConfig::dim, 1, kMaxDim), "Bridge LoRA/DoRA"),
-           p.Double("alpha", &PeftConfig::alpha, 0, 1e9),
-           Memory(p.Names("target_modules", &PeftConfig::target_modules), "Bridge LoRA/DoRA"),
-           p.Bool("sequence_parallel_input_regather", &PeftConfig::sequence_parallel_input_regather)},
-          false};
+  return {
+      "peft",
+      {Memory(PeftTargetField(), "Bridge LoRA"),
+       Memory(p.Int("dim", &PeftConfig::dim, 1, kMaxDim), "Bridge LoRA/DoRA"),
+       p.Double("alpha", &PeftConfig::alpha, 0, 1e9),
+       Memory(p.Names("target_modules", &PeftConfig::target_modules), "Bridge LoRA/DoRA"),
+       p.Bool("sequence_parallel_input_regather", &PeftConfig::sequence_parallel_input_regather)},
+      false};
 }
 
 // memtune.gpu_memory_bytes: an integer or a size with a unit ("80GiB").
@@ -222,9 +223,9 @@ FieldSpec ShardDegreeField() {
 }
 
 SectionSpec BuildFsdp2() {
-  const auto f = Bind<Fsdp2Config>(
-      [](Job& j) -> Fsdp2Config& { return j.memtune.fsdp2; },
-      [](const Job& j) -> const Fsdp2Config& { return j.memtune.fsdp2; });
+  const auto f =
+      Bind<Fsdp2Config>([](Job& j) -> Fsdp2Config& { return j.memtune.fsdp2; },
+                        [](const Job& j) -> const Fsdp2Config& { return j.memtune.fsdp2; });
   return {"memtune.fsdp2",
           {Memory(ShardDegreeField(), "world / (tp * pp * cp)", IsFsdp2),
            Memory(f.Bool("reshard_after_forward", &Fsdp2Config::reshard_after_forward),
@@ -238,15 +239,14 @@ SectionSpec BuildFsdp2() {
            Memory(f.Enum("activation_checkpoint", &Fsdp2Config::activation_checkpoint,
                          {"none", "selective_op", "selective_layer", "full"}),
                   "torchtitan", IsFsdp2),
-           f.Bool("float8", &Fsdp2Config::float8),
-           f.Bool("compile", &Fsdp2Config::compile)},
+           f.Bool("float8", &Fsdp2Config::float8), f.Bool("compile", &Fsdp2Config::compile)},
           true};
 }
 
 SectionSpec BuildMemtune() {
-  const auto m = Bind<MemtuneSection>(
-      [](Job& j) -> MemtuneSection& { return j.memtune; },
-      [](const Job& j) -> const MemtuneSection& { return j.memtune; });
+  const auto m =
+      Bind<MemtuneSection>([](Job& j) -> MemtuneSection& { return j.memtune; },
+                           [](const Job& j) -> const MemtuneSection& { return j.memtune; });
   FieldSpec fsdp2{"fsdp2", nullptr, nullptr};
   fsdp2.subsection = &Fsdp2Table();
   return {"memtune",
@@ -254,11 +254,8 @@ SectionSpec BuildMemtune() {
                     {{"megatron", Framework::kMegatron}, {"fsdp2", Framework::kFsdp2}}),
            Memory(m.Int("world_size", &MemtuneSection::world_size, 1, kMaxWorld),
                   "tensor * pipeline * context parallel sizes (data-parallel size 1)"),
-           GpuField(),
-           GpuMemoryField(),
-           m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024),
-           EnvField(),
-           fsdp2},
+           GpuField(), GpuMemoryField(),
+           m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024), EnvField(), fsdp2},
           true};
 }
 

@@ -100,7 +100,8 @@ Result<double> ToDouble(const YAML::Node& node, const std::string& path, double 
       ok = false;
     }
   }
-  if (!ok || !std::isfinite(value)) return WrongType(node, path, "a number", "a number from " + range);
+  if (!ok || !std::isfinite(value))
+    return WrongType(node, path, "a number", "a number from " + range);
   if (value < lo || value > hi) {
     return InvalidConfig(path, path + " = " + node.Scalar() + " is out of range",
                          "allowed: " + range);
@@ -132,9 +133,9 @@ Result<Dtype> ToDtype(const YAML::Node& node, const std::string& path,
                       const std::vector<Dtype>& allowed) {
   // torch dtype names as str(torch.dtype) prints them (Bridge's dtype representer).
   static const std::vector<EnumAlias> kTorchNames = {
-      {"torch.float32", "fp32"}, {"torch.float", "fp32"},     {"float32", "fp32"},
-      {"torch.bfloat16", "bf16"}, {"bfloat16", "bf16"},       {"torch.float16", "fp16"},
-      {"torch.half", "fp16"},     {"float16", "fp16"},        {"torch.uint8", "fp8"},
+      {"torch.float32", "fp32"},      {"torch.float", "fp32"}, {"float32", "fp32"},
+      {"torch.bfloat16", "bf16"},     {"bfloat16", "bf16"},    {"torch.float16", "fp16"},
+      {"torch.half", "fp16"},         {"float16", "fp16"},     {"torch.uint8", "fp8"},
       {"torch.float8_e4m3fn", "fp8"}, {"uint8", "fp8"},
   };
   std::vector<std::string> names;
@@ -153,8 +154,8 @@ Result<Dtype> ToDtype(const YAML::Node& node, const std::string& path,
 Result<std::vector<std::string>> ToNameList(const YAML::Node& node, const std::string& path,
                                             const std::vector<std::string>& allowed) {
   if (!node.IsSequence()) {
-    return WrongType(node, path, "a list", allowed.empty() ? "a list of names"
-                                                           : "a list of " + JoinNames(allowed));
+    return WrongType(node, path, "a list",
+                     allowed.empty() ? "a list of names" : "a list of " + JoinNames(allowed));
   }
   std::vector<std::string> names;
   for (std::size_t i = 0; i < node.size(); ++i) {

@@ -3,12 +3,12 @@
 // Private to src/model.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "memtune/core/result.h"
 #include "memtune/model/job.h"
@@ -61,7 +61,8 @@ Result<Dtype> ToDtype(const YAML::Node& node, const std::string& path,
 Result<std::vector<std::string>> ToNameList(const YAML::Node& node, const std::string& path,
                                             const std::vector<std::string>& allowed = {});
 
-// The error for a value of the wrong shape: "<path> = <v> is not <what>"; hint "allowed: <allowed>".
+// The error for a value of the wrong shape: "<path> = <v> is not <what>"; hint "allowed:
+// <allowed>".
 Error WrongType(const YAML::Node& node, const std::string& path, std::string_view what,
                 std::string_view allowed);
 

@@ -2,10 +2,10 @@
 // arguments). Private to src/model.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <string_view>
-
-#include <yaml-cpp/yaml.h>
 
 #include "memtune/core/result.h"
 #include "memtune/model/job_parse.h"

@@ -12,7 +12,7 @@ namespace {
 std::string Gb(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9); }
 
 std::string Cell(const estimate::Prediction& p) {
-  if (!p.predicted_bytes) return fmt::format("{:>9} {:>8}", "-", p.status);
+  if (!p.predicted_bytes) return fmt::format("{:>9} {:>8}", "-", p.status == "unsupported" ? "unsupp." : p.status);
   return fmt::format("{:>9} {:>+7.1f}%", Gb(*p.predicted_bytes), *p.error_pct);
 }
 

@@ -153,9 +153,12 @@ HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId g
                 kMoeFc2In, kMoeCombine, kSharedFc1Out, kSharedFc2In}) {
     FreeSaved(rec, s);
   }
+  // As in forward: with SP the dgrad output is reduce-scattered and freed; without, it is
+  // all-reduced in place and read by the norm backward.
   const HandleId mlp_rs = Alloc(plan_.sp ? plan_.local_hidden : 0, "bwd.fc1_dgrad_scatter");
-  Free(w[kBwdFc1Dgrad]);
+  if (plan_.sp) Free(std::exchange(w[kBwdFc1Dgrad], kNone));
   const HandleId mid = Alloc(plan_.local_hidden, "bwd.grad_residual");  // pre-MLP norm backward + residual
+  Free(w[kBwdFc1Dgrad]);
   Free(mlp_rs);
   FreeSaved(rec, kLn2Input);
   Free(grad_out);
@@ -170,13 +173,14 @@ HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId g
     FreeSaved(rec, s);
   }
   const HandleId ln1_g = Alloc(z.attn_bwd[kAttnBwdLn1Gather], AttnBwdTransientName(kAttnBwdLn1Gather));
-  const HandleId dgrad = Alloc(z.attn_bwd[kAttnBwdQkvDgrad], AttnBwdTransientName(kAttnBwdQkvDgrad));
+  HandleId dgrad = Alloc(z.attn_bwd[kAttnBwdQkvDgrad], AttnBwdTransientName(kAttnBwdQkvDgrad));
   Free(dqkv);
   Free(ln1_g);
   FreeSaved(rec, kLn1Output);
   const HandleId attn_rs = Alloc(plan_.sp ? plan_.local_hidden : 0, "bwd.qkv_dgrad_scatter");
-  Free(dgrad);
+  if (plan_.sp) Free(std::exchange(dgrad, kNone));
   const HandleId grad_in = Alloc(plan_.local_hidden, "bwd.grad_input");  // input-norm backward + residual
+  Free(dgrad);
   Free(attn_rs);
   Free(mid);
   for (int s : {kLn1Input, kAttnDropoutMask, kLoraInput, kLoraHidden, kCheckpointInput}) FreeSaved(rec, s);

@@ -29,7 +29,20 @@ std::string Count(int n, const char* noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
-void PrintFindingsText(const std::vector<model::Finding>& findings, std::ostream& out) {
+// Rules that apply to a job of `framework` (CheckJob skips the others).
+int ApplicableRules(model::Framework framework) {
+  int n = 0;
+  for (const model::RuleInfo& r : model::ListRules()) {
+    if (r.scope == model::RuleScope::kAll ||
+        (r.scope == model::RuleScope::kMegatron) == (framework == model::Framework::kMegatron)) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+void PrintFindingsText(const std::vector<model::Finding>& findings, int rules,
+                       std::ostream& out) {
   for (const model::Finding& f : findings) {
     out << model::SeverityName(f.severity) << "[" << f.rule_id << "]: " << f.message << "\n";
     for (const auto& [path, value] : f.fields) out << "  " << path << " = " << value << "\n";
@@ -38,8 +51,8 @@ void PrintFindingsText(const std::vector<model::Finding>& findings, std::ostream
   }
   const int errors = model::CountErrors(findings);
   const int warnings = static_cast<int>(findings.size()) - errors;
-  out << Count(errors, "error") << ", " << Count(warnings, "warning") << " ("
-      << model::ListRules().size() << " rules checked)\n";
+  out << Count(errors, "error") << ", " << Count(warnings, "warning") << " (" << rules
+      << " rules checked)\n";
 }
 
 void PrintFindingsJson(const std::vector<model::Finding>& findings, std::ostream& out) {
@@ -118,7 +131,9 @@ int RunCheck(int argc, char** argv) {
   PrintJobNotes("check", *doc, job_flags.verbose);
   const std::vector<model::Finding> findings = model::CheckJob(doc->job);
   format == OutputFormat::kJson ? PrintFindingsJson(findings, std::cout)
-                                : PrintFindingsText(findings, std::cout);
+                                : PrintFindingsText(findings,
+                                                    ApplicableRules(doc->job.memtune.framework),
+                                                    std::cout);
   return model::CountErrors(findings) > 0 ? kExitFindings : kExitOk;
 }
 

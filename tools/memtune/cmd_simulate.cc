@@ -28,21 +28,26 @@ struct SimulateFlags {
 };
 
 void AddFlags(CLI::App& app, SimulateFlags& f) {
-  app.add_option("TRACE", f.trace, "allocation trace (docs/trace-format.md); - reads stdin")->required();
+  app.add_option("TRACE", f.trace, "allocation trace (docs/trace-format.md); - reads stdin")
+      ->required();
   app.add_option("--alloc-conf", f.alloc_conf, "PYTORCH_CUDA_ALLOC_CONF string (default: empty)");
   app.add_option("--capacity", f.capacity, "device memory, e.g. 80GiB")->required();
-  app.add_option("--non-pytorch", f.non_pytorch, "memory held outside PyTorch (context, NCCL), e.g. 1.5GiB");
-  app.add_option("--torch-version", f.torch_version, "PyTorch release whose rules apply: 2.1 to 2.10 or main (default: " +
-                                                         alloc::kDefaultTorchVersion.ToString() + ")");
+  app.add_option("--non-pytorch", f.non_pytorch,
+                 "memory held outside PyTorch (context, NCCL), e.g. 1.5GiB");
+  app.add_option("--torch-version", f.torch_version,
+                 "PyTorch release whose rules apply: 2.1 to 2.10 or main (default: " +
+                     alloc::kDefaultTorchVersion.ToString() + ")");
   app.add_option("--compare", f.compare, "a second PYTORCH_CUDA_ALLOC_CONF to run side by side");
   app.add_option("--timeline", f.timeline, "write the counters after every event to this CSV file");
-  app.add_option("--memory-fraction", f.memory_fraction, "call set_per_process_memory_fraction(F) first")
+  app.add_option("--memory-fraction", f.memory_fraction,
+                 "call set_per_process_memory_fraction(F) first")
       ->check(CLI::Range(0.0, 1.0));
   static const std::map<std::string, alloc::PendingFreeCompletion> kPending = {
       {"next-alloc", alloc::PendingFreeCompletion::kAtNextMalloc},
       {"explicit", alloc::PendingFreeCompletion::kExplicit}};
   app.add_option("--pending-frees", f.pending,
-                 "when record_stream-deferred frees complete: next-alloc (default) or explicit (free_completed lines)")
+                 "when record_stream-deferred frees complete: next-alloc (default) or explicit "
+                 "(free_completed lines)")
       ->transform(CLI::CheckedTransformer(kPending).description(""))
       ->option_text("next-alloc|explicit");
   app.add_flag("--fail-if-oom", f.fail_if_oom, "exit with status 1 when any OOM happened");
@@ -50,8 +55,8 @@ void AddFlags(CLI::App& app, SimulateFlags& f) {
 }
 
 // Simulator options for one configuration string; `flag` names it in errors.
-Result<alloc::SimulatorOptions> MakeOptions(const SimulateFlags& f, const std::string& conf, const char* flag,
-                                            alloc::TorchVersion version) {
+Result<alloc::SimulatorOptions> MakeOptions(const SimulateFlags& f, const std::string& conf,
+                                            const char* flag, alloc::TorchVersion version) {
   alloc::SimulatorOptions o;
   auto cfg = alloc::ParseAllocatorConfig(conf, version);
   if (!cfg) {
@@ -62,7 +67,8 @@ Result<alloc::SimulatorOptions> MakeOptions(const SimulateFlags& f, const std::s
   o.config = *cfg;
   MEMTUNE_TRY(o.capacity_bytes, ParseBytes(f.capacity, "--capacity"));
   MEMTUNE_TRY(o.non_pytorch_bytes, ParseBytes(f.non_pytorch, "--non-pytorch"));
-  if (o.capacity_bytes <= 0) return InvalidInput("--capacity", "the device capacity must be positive");
+  if (o.capacity_bytes <= 0)
+    return InvalidInput("--capacity", "the device capacity must be positive");
   if (f.memory_fraction >= 0.0) o.memory_fraction = f.memory_fraction;
   o.pending_frees = f.pending;
   return o;
@@ -77,7 +83,8 @@ int RunSimulate(int argc, char** argv) {
       "fragmentation at the peak, device calls, retries and the first OOM with PyTorch's message.",
       "memtune simulate");
   app.footer(
-      "Example:\n  memtune simulate step.trace --capacity 80GiB --compare expandable_segments:True");
+      "Example:\n  memtune simulate step.trace --capacity 80GiB --compare "
+      "expandable_segments:True");
   SimulateFlags f;
   AddFlags(app, f);
   if (int code = ParseArgs(app, argc, argv); code >= 0) return code;
@@ -95,7 +102,8 @@ int RunSimulate(int argc, char** argv) {
     options.simulators.push_back(*other);
   }
   for (const auto& sim : options.simulators) {
-    for (const std::string& w : sim.config.warnings) PrintWarning("simulate", "PyTorch would warn: " + w);
+    for (const std::string& w : sim.config.warnings)
+      PrintWarning("simulate", "PyTorch would warn: " + w);
   }
 
   std::ifstream file;
@@ -106,14 +114,17 @@ int RunSimulate(int argc, char** argv) {
   std::ofstream timeline;
   if (!f.timeline.empty()) {
     timeline.open(f.timeline);
-    if (!timeline) return PrintError("simulate", InvalidInput("--timeline", "cannot write '" + f.timeline + "'"));
+    if (!timeline)
+      return PrintError("simulate",
+                        InvalidInput("--timeline", "cannot write '" + f.timeline + "'"));
     report::WriteTimelineCsvHeader(timeline, options.simulators.size());
     options.on_event = [&timeline](std::int64_t i, const alloc::TraceEvent& e,
                                    const std::vector<alloc::TimelineSample>& s) {
       report::WriteTimelineCsvRow(timeline, i, e, s);
     };
   }
-  auto summaries = alloc::ReplayTrace(f.trace == "-" ? std::cin : file, f.trace == "-" ? "<stdin>" : f.trace, options);
+  auto summaries = alloc::ReplayTrace(f.trace == "-" ? std::cin : file,
+                                      f.trace == "-" ? "<stdin>" : f.trace, options);
   if (!summaries) return PrintError("simulate", summaries.error());
 
   report::SimulateReport rep;
@@ -126,7 +137,8 @@ int RunSimulate(int argc, char** argv) {
     any_oom = any_oom || (*summaries)[k].ooms > 0;
     rep.runs.push_back({options.simulators[k].config, std::move((*summaries)[k])});
   }
-  std::cout << (f.format == OutputFormat::kJson ? report::RenderSimulateJson(rep) : report::RenderSimulateText(rep));
+  std::cout << (f.format == OutputFormat::kJson ? report::RenderSimulateJson(rep)
+                                                : report::RenderSimulateText(rep));
   return f.fail_if_oom && any_oom ? kExitFindings : kExitOk;
 }
 

@@ -71,15 +71,16 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
 
 void AddJobOptions(CLI::App& app, JobFlags& f) {
   auto* file = app.add_option("JOB", f.job_file, "Job document, YAML or JSON ('-' reads stdin)");
-  auto* example = app.add_option("--example", f.example, "Built-in example job")->option_text("NAME");
+  auto* example =
+      app.add_option("--example", f.example, "Built-in example job")->option_text("NAME");
   file->excludes(example);
   app.add_option("--model", f.model, "Model preset from the catalog (model.preset)")
       ->option_text("PRESET");
-  const std::pair<const char*, std::string*> kSizes[] = {
-      {"--tp", &f.tp}, {"--pp", &f.pp}, {"--vpp", &f.vpp},
-      {"--cp", &f.cp}, {"--ep", &f.ep}, {"--etp", &f.etp}};
-  const char* kSizeHelp[] = {"Tensor", "Pipeline", "Virtual pipeline", "Context", "Expert",
-                             "Expert tensor"};
+  const std::pair<const char*, std::string*> kSizes[] = {{"--tp", &f.tp},   {"--pp", &f.pp},
+                                                         {"--vpp", &f.vpp}, {"--cp", &f.cp},
+                                                         {"--ep", &f.ep},   {"--etp", &f.etp}};
+  const char* kSizeHelp[] = {"Tensor",  "Pipeline", "Virtual pipeline",
+                             "Context", "Expert",   "Expert tensor"};
   for (std::size_t i = 0; i < std::size(kSizes); ++i) {
     app.add_option(kSizes[i].first, *kSizes[i].second, std::string(kSizeHelp[i]) + "-parallel size")
         ->option_text("N");

@@ -3,11 +3,10 @@
 // The merging and parsing live in the library (model/job_compose.h); this is the CLI edge.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "memtune/core/result.h"
 #include "memtune/model/job_parse.h"
@@ -16,9 +15,9 @@ namespace memtune::cli {
 
 // The options as typed. Sizes stay text so that the one parser checks them.
 struct JobFlags {
-  std::string job_file;            // positional JOB (YAML or JSON; "-" = stdin)
-  std::string example;             // --example NAME
-  std::string model;               // --model PRESET -> model.preset
+  std::string job_file;  // positional JOB (YAML or JSON; "-" = stdin)
+  std::string example;   // --example NAME
+  std::string model;     // --model PRESET -> model.preset
   std::string tp, pp, vpp, cp, ep, etp;
   bool sp = false;                 // --sp -> model.sequence_parallel: true
   std::string seq;                 // --seq -> model.seq_length and dataset.seq_length

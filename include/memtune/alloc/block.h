@@ -28,18 +28,18 @@ enum class BlockState : std::uint8_t { kFree, kAllocated, kPendingFree };
 struct Block {
   std::uint64_t ptr = 0;
   std::int64_t size = 0;
-  std::int64_t requested_size = 0;   // orig of the last malloc served (stale when free)
+  std::int64_t requested_size = 0;  // orig of the last malloc served (stale when free)
   StreamId stream = 0;
-  std::int64_t gc_count_base = 0;    // pool's get_free_blocks_call_count when inserted
-  BlockId prev = kNoBlock;           // neighbours in the same segment, address order
+  std::int64_t gc_count_base = 0;  // pool's get_free_blocks_call_count when inserted
+  BlockId prev = kNoBlock;         // neighbours in the same segment, address order
   BlockId next = kNoBlock;
   std::int32_t expandable_segment = -1;  // index of its ExpandableSegment, -1 = cudaMalloc'd
-  std::uint32_t owner = 0;           // handle that allocated it (valid while not free)
+  std::uint32_t owner = 0;               // handle that allocated it (valid while not free)
   PoolKind pool = PoolKind::kLarge;
   BlockState state = BlockState::kFree;
-  bool mapped = true;                // false only for unmapped expandable address space
-  bool stream_used = false;          // record_stream on another stream since allocation
-  bool live = false;                 // arena slot in use
+  bool mapped = true;        // false only for unmapped expandable address space
+  bool stream_used = false;  // record_stream on another stream since allocation
+  bool live = false;         // arena slot in use
 
   bool is_split() const { return prev != kNoBlock || next != kNoBlock; }
   bool is_expandable() const { return expandable_segment >= 0; }
@@ -86,10 +86,14 @@ struct FreeKey {
 
   FreeKey() = default;
   FreeKey(StreamId stream, std::int64_t size, std::uint64_t p, BlockId block)
-      : major((static_cast<unsigned __int128>(stream) << 64) | static_cast<std::uint64_t>(size)), ptr(p), id(block) {}
+      : major((static_cast<unsigned __int128>(stream) << 64) | static_cast<std::uint64_t>(size)),
+        ptr(p),
+        id(block) {}
   StreamId stream() const { return static_cast<StreamId>(major >> 64); }
   std::int64_t size() const { return static_cast<std::int64_t>(static_cast<std::uint64_t>(major)); }
-  bool operator<(const FreeKey& o) const { return (major < o.major) | ((major == o.major) & (ptr < o.ptr)); }
+  bool operator<(const FreeKey& o) const {
+    return (major < o.major) | ((major == o.major) & (ptr < o.ptr));
+  }
 };
 
 // An ordered set of free blocks: a sorted sequence split into small sorted chunks (at most
@@ -99,7 +103,7 @@ struct FreeKey {
 // valid.
 class FreeBlockSet {
  public:
-  static constexpr std::size_t kMaxChunk = 16;  // keys per chunk before it splits
+  static constexpr std::size_t kMaxChunk = 32;  // keys per chunk before it splits
 
   // A position: chunk index and offset; chunk == number of chunks means "end".
   struct Pos {
@@ -114,7 +118,8 @@ class FreeBlockSet {
   bool IsBegin(Pos p) const { return p.chunk == 0 && p.offset == 0; }
   const FreeKey& At(Pos p) const { return chunks_[p.chunk][p.offset]; }
   Pos Next(Pos p) const {
-    return p.offset + 1 < chunks_[p.chunk].size() ? Pos{p.chunk, p.offset + 1} : Pos{p.chunk + 1, 0};
+    return p.offset + 1 < chunks_[p.chunk].size() ? Pos{p.chunk, p.offset + 1}
+                                                  : Pos{p.chunk + 1, 0};
   }
   // The position before `p` (which may be End); `p` must not be Begin.
   Pos Prev(Pos p) const {
@@ -124,9 +129,14 @@ class FreeBlockSet {
   }
 
   // First key >= (stream, size, ptr 0), or End.
-  Pos LowerBound(StreamId stream, std::int64_t size) const { return LowerBoundKey(FreeKey(stream, size, 0, kNoBlock)); }
+  Pos LowerBound(StreamId stream, std::int64_t size) const {
+    return LowerBoundKey(FreeKey(stream, size, 0, kNoBlock));
+  }
   void Insert(const FreeKey& key);
   void EraseAt(Pos p);
+  // Replaces the key at `p` by `smaller`, which must sort before it (a split remainder);
+  // cheaper than EraseAt + Insert when it stays in the same chunk.
+  void ReplaceAt(Pos p, const FreeKey& smaller);
   // Erases the key equal to `key` (same stream, size, ptr); it must be present.
   void Erase(const FreeKey& key);
   bool Contains(const FreeKey& key) const;

@@ -52,22 +52,22 @@ enum class OomTemplate {
 // The rules that differ between releases. Boundaries marked "approx." in
 // docs/design/allocator.md [version profile] were inferred from code features.
 struct VersionRules {
-  bool roundup_needs_two_divisions;   // >= 2.4: round only when d > 1; older: d > 0, d == 1 keeps n
-  bool roundup_gt_fills_after_last;   // >= 2.9: '>:V' fills from last index + 1 (older: from it)
-  bool roundup_list_accepts_zero;     // >= 2.4 (approx.): a list value may be 0
-  bool divisions_spelling_fixed;      // >= 2.8 (approx.): "divisions" instead of "divisons"
-  bool core_config_parser;            // >= 2.9: AcceleratorAllocatorConfig tokenizer and texts
-  bool has_max_non_split_rounding;    // >= 2.5 (approx.): option max_non_split_rounding_mb
-  bool has_large_segment_size;        // main: option large_segment_size_mb
+  bool roundup_needs_two_divisions;  // >= 2.4: round only when d > 1; older: d > 0, d == 1 keeps n
+  bool roundup_gt_fills_after_last;  // >= 2.9: '>:V' fills from last index + 1 (older: from it)
+  bool roundup_list_accepts_zero;    // >= 2.4 (approx.): a list value may be 0
+  bool divisions_spelling_fixed;     // >= 2.8 (approx.): "divisions" instead of "divisons"
+  bool core_config_parser;           // >= 2.9: AcceleratorAllocatorConfig tokenizer and texts
+  bool has_max_non_split_rounding;   // >= 2.5 (approx.): option max_non_split_rounding_mb
+  bool has_large_segment_size;       // main: option large_segment_size_mb
   bool has_per_process_memory_fraction;  // >= 2.10 (approx.): option per_process_memory_fraction
-  bool fraction_only_below_one;       // >= 2.10 (approx.): a fraction of 1.0 means "no limit"
+  bool fraction_only_below_one;          // >= 2.10 (approx.): a fraction of 1.0 means "no limit"
   bool has_release_lock_on_cudamalloc;   // >= 2.3
   bool has_pinned_register_options;      // >= 2.2: pinned_use_cuda_host_register, ..._threads
   bool has_pinned_background_threads;    // >= 2.5
   bool has_pinned_reserve_segment;       // >= 2.8
   bool has_graph_capture_record_stream_reuse;  // >= 2.8
   OomTemplate oom_template;
-  bool oom_docs_pytorch_org_url;      // >= 2.9 (approx.): docs.pytorch.org link in the OOM text
+  bool oom_docs_pytorch_org_url;  // >= 2.9 (approx.): docs.pytorch.org link in the OOM text
 };
 
 // The rule set of `version`.
@@ -80,13 +80,14 @@ struct AllocatorConfig {
   TorchVersion torch_version = kDefaultTorchVersion;
   std::string settings;  // the string as given (PyTorch's last_allocator_settings)
   Backend backend = Backend::kNative;
-  std::int64_t max_split_size_bytes = kUnlimitedBytes;          // blocks >= this are "oversize"
-  std::int64_t max_non_split_rounding_bytes = kLargeBuffer;     // oversize reuse tolerance
+  std::int64_t max_split_size_bytes = kUnlimitedBytes;       // blocks >= this are "oversize"
+  std::int64_t max_non_split_rounding_bytes = kLargeBuffer;  // oversize reuse tolerance
   std::array<std::int64_t, kRoundupIntervals> roundup_power2_divisions{};  // 0 = plain rounding
   double garbage_collection_threshold = 0.0;  // fraction of the allowed memory; 0 = off
   bool expandable_segments = false;
-  std::int64_t large_segment_size_bytes = kLargeBuffer;  // main only: 1-10 MiB segment and large page
-  std::optional<double> per_process_memory_fraction;     // 2.10+: as set_per_process_memory_fraction
+  std::int64_t large_segment_size_bytes =
+      kLargeBuffer;                                   // main only: 1-10 MiB segment and large page
+  std::optional<double> per_process_memory_fraction;  // 2.10+: as set_per_process_memory_fraction
   // Options accepted but without a modelled effect, one line each, e.g.
   // "release_lock_on_cudamalloc:True (lock handling only; no effect on memory)".
   std::vector<std::string> not_simulated;

@@ -12,13 +12,18 @@
 
 namespace memtune::alloc {
 
-inline constexpr std::int64_t kMinBlockSize = 512;           // bytes; every block is a multiple
-inline constexpr std::int64_t kSmallSize = 1 * kMiB;         // bytes; rounded sizes <= this use the small pool
-inline constexpr std::int64_t kSmallBuffer = 2 * kMiB;       // bytes; small segment and small expandable page
-inline constexpr std::int64_t kLargeBuffer = 20 * kMiB;      // bytes; segment for 1-10 MiB requests, large page
-inline constexpr std::int64_t kMinLargeAlloc = 10 * kMiB;    // bytes; requests below get a kLargeBuffer segment
-inline constexpr std::int64_t kRoundLarge = 2 * kMiB;        // bytes; larger segments round up to this
-inline constexpr std::int64_t kOneExaByte = std::int64_t{1} << 60;  // bytes; requests >= this fail at once
+inline constexpr std::int64_t kMinBlockSize = 512;  // bytes; every block is a multiple
+inline constexpr std::int64_t kSmallSize =
+    1 * kMiB;  // bytes; rounded sizes <= this use the small pool
+inline constexpr std::int64_t kSmallBuffer =
+    2 * kMiB;  // bytes; small segment and small expandable page
+inline constexpr std::int64_t kLargeBuffer =
+    20 * kMiB;  // bytes; segment for 1-10 MiB requests, large page
+inline constexpr std::int64_t kMinLargeAlloc =
+    10 * kMiB;  // bytes; requests below get a kLargeBuffer segment
+inline constexpr std::int64_t kRoundLarge = 2 * kMiB;  // bytes; larger segments round up to this
+inline constexpr std::int64_t kOneExaByte = std::int64_t{1}
+                                            << 60;  // bytes; requests >= this fail at once
 
 // PyTorch's max_split_size default is SIZE_MAX ("unlimited"); memtune uses int64 max.
 inline constexpr std::int64_t kUnlimitedBytes = std::numeric_limits<std::int64_t>::max();

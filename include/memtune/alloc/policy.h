@@ -54,7 +54,8 @@ bool ShouldSplit(std::int64_t block_bytes, std::int64_t rounded_bytes, PoolKind 
 // block; an oversize request takes a block only if it is less than
 // max_non_split_rounding bigger. PyTorch get_free_block().
 bool OversizeRulesAllow(std::int64_t rounded_bytes, std::int64_t candidate_bytes,
-                        std::int64_t max_split_size_bytes, std::int64_t max_non_split_rounding_bytes);
+                        std::int64_t max_split_size_bytes,
+                        std::int64_t max_non_split_rounding_bytes);
 
 struct BestFitRules {
   bool expandable_active = false;
@@ -68,8 +69,8 @@ struct BestFitRules {
 // unmapped range); no second candidate is tried when the oversize rules refuse the best fit.
 // PyTorch get_free_block().
 std::optional<FreeBlockSet::Pos> FindBestFit(const FreeBlockSet& pool, const BlockArena& blocks,
-                                       StreamId stream, std::int64_t rounded_bytes,
-                                       const BestFitRules& rules);
+                                             StreamId stream, std::int64_t rounded_bytes,
+                                             const BestFitRules& rules);
 
 // Expandable page size of a pool: 2 MiB small, 20 MiB (main: large_segment_size) large.
 std::int64_t ExpandablePageBytes(PoolKind pool, const AllocatorConfig& config);

@@ -29,15 +29,15 @@ struct FirstOom {
   std::string handle;
   std::string label;
   std::int64_t requested_bytes = 0;
-  std::string message;           // PyTorch's text for the configured version
+  std::string message;  // PyTorch's text for the configured version
   OomReport report;
 };
 
 // Figures of one simulator over the whole trace. Bytes throughout.
 struct ReplaySummary {
   std::int64_t events = 0;
-  std::int64_t peak_allocated_bytes = 0;   // max_memory_allocated()
-  std::int64_t peak_reserved_bytes = 0;    // max_memory_reserved()
+  std::int64_t peak_allocated_bytes = 0;  // max_memory_allocated()
+  std::int64_t peak_reserved_bytes = 0;   // max_memory_reserved()
   std::int64_t peak_active_bytes = 0;
   std::int64_t peak_requested_bytes = 0;
   // At the end of the event that last raised the reserved peak.
@@ -46,11 +46,11 @@ struct ReplaySummary {
   std::int64_t reserved_unallocated_at_peak_bytes = 0;  // peak reserved - allocated then
   std::int64_t final_allocated_bytes = 0;
   std::int64_t final_reserved_bytes = 0;
-  std::int64_t ooms = 0;                   // num_ooms plus >= 1 EB requests
+  std::int64_t ooms = 0;  // num_ooms plus >= 1 EB requests
   std::optional<FirstOom> first_oom;
-  std::vector<std::string> notes;          // first notes (e.g. frees of failed handles)
-  std::int64_t notes_dropped = 0;          // notes beyond the kept ones
-  DeviceStats stats;                       // final memory_stats()
+  std::vector<std::string> notes;  // first notes (e.g. frees of failed handles)
+  std::int64_t notes_dropped = 0;  // notes beyond the kept ones
+  DeviceStats stats;               // final memory_stats()
 };
 
 // The counters after one event, for timelines.
@@ -64,8 +64,8 @@ struct TimelineSample {
 };
 
 // Called after every event with one sample per simulator (same order as the options).
-using TimelineCallback =
-    std::function<void(std::int64_t event_index, const TraceEvent& event, const std::vector<TimelineSample>&)>;
+using TimelineCallback = std::function<void(std::int64_t event_index, const TraceEvent& event,
+                                            const std::vector<TimelineSample>&)>;
 
 struct ReplayOptions {
   std::vector<SimulatorOptions> simulators;  // one or more configurations, run side by side

@@ -40,17 +40,17 @@ inline const Stat& All(const StatArray& s) { return s[0]; }
 
 // Every counter of memory_stats() that the default pools can change (section 5.2).
 struct DeviceStats {
-  StatArray allocation;            // count of allocated blocks
-  StatArray segment;               // count of native (cudaMalloc) segments
-  StatArray active;                // count of allocated + pending-free blocks
-  StatArray inactive_split;        // count of free blocks in split native segments
-  StatArray allocated_bytes;       // bytes; block sizes of allocated blocks
-  StatArray reserved_bytes;        // bytes; cudaMalloc'd + mapped
-  StatArray active_bytes;          // bytes; allocated + pending-free blocks
-  StatArray inactive_split_bytes;  // bytes; free blocks in split native segments
-  StatArray requested_bytes;       // bytes; unrounded request sizes of active blocks
-  Stat oversize_allocations;       // allocated blocks >= max_split_size
-  Stat oversize_segments;          // native segments >= max_split_size
+  StatArray allocation;                   // count of allocated blocks
+  StatArray segment;                      // count of native (cudaMalloc) segments
+  StatArray active;                       // count of allocated + pending-free blocks
+  StatArray inactive_split;               // count of free blocks in split native segments
+  StatArray allocated_bytes;              // bytes; block sizes of allocated blocks
+  StatArray reserved_bytes;               // bytes; cudaMalloc'd + mapped
+  StatArray active_bytes;                 // bytes; allocated + pending-free blocks
+  StatArray inactive_split_bytes;         // bytes; free blocks in split native segments
+  StatArray requested_bytes;              // bytes; unrounded request sizes of active blocks
+  Stat oversize_allocations;              // allocated blocks >= max_split_size
+  Stat oversize_segments;                 // native segments >= max_split_size
   std::int64_t num_alloc_retries = 0;     // alloc_block attempts after release_cached_blocks
   std::int64_t num_ooms = 0;              // OutOfMemoryError raised by malloc
   std::int64_t num_sync_all_streams = 0;  // synchronize_and_free_events calls
@@ -60,26 +60,26 @@ struct DeviceStats {
 
 // What happened, as far as the counters are concerned.
 enum class StatEventKind : std::uint8_t {
-  kBlockAllocated,     // alloc_found_block: bytes = block size, requested = orig
-  kBlockFreeRequested, // free(): bytes = block size
-  kBlockFreeCompleted, // free_block(): bytes = original block size, requested = requested_size
-  kInactiveSplit,      // net change: count = blocks, bytes = bytes (may be negative)
-  kSegmentAllocated,   // cudaMalloc of `bytes`
-  kSegmentFreed,       // cudaFree of `bytes`
-  kPagesMapped,        // expandable segment_map of `bytes`
-  kPagesUnmapped,      // expandable segment_unmap of `bytes`
-  kAllocRetry,         // alloc_block(retry = true)
-  kOom,                // malloc raised OutOfMemoryError
-  kSyncAllStreams,     // synchronize_and_free_events
+  kBlockAllocated,      // alloc_found_block: bytes = block size, requested = orig
+  kBlockFreeRequested,  // free(): bytes = block size
+  kBlockFreeCompleted,  // free_block(): bytes = original block size, requested = requested_size
+  kInactiveSplit,       // net change: count = blocks, bytes = bytes (may be negative)
+  kSegmentAllocated,    // cudaMalloc of `bytes`
+  kSegmentFreed,        // cudaFree of `bytes`
+  kPagesMapped,         // expandable segment_map of `bytes`
+  kPagesUnmapped,       // expandable segment_unmap of `bytes`
+  kAllocRetry,          // alloc_block(retry = true)
+  kOom,                 // malloc raised OutOfMemoryError
+  kSyncAllStreams,      // synchronize_and_free_events
 };
 
 struct StatEvent {
   StatEventKind kind;
   PoolKind pool = PoolKind::kLarge;
-  bool oversize = false;          // the block/segment is >= max_split_size
+  bool oversize = false;  // the block/segment is >= max_split_size
   std::int64_t bytes = 0;
-  std::int64_t requested = 0;     // bytes
-  std::int64_t count = 0;         // kInactiveSplit only
+  std::int64_t requested = 0;  // bytes
+  std::int64_t count = 0;      // kInactiveSplit only
 };
 
 // Owns DeviceStats; Apply is the only mutator. Not thread-safe (one simulator, one thread).
@@ -92,39 +92,70 @@ class StatsLedger {
 
   void Apply(const StatEvent& e) {
     const int pool = e.pool == PoolKind::kSmall ? 1 : 2;
-    auto up = [&](StatArray& a, std::int64_t n) { a[0].Increase(n); a[pool].Increase(n); };
-    auto down = [&](StatArray& a, std::int64_t n) { a[0].Decrease(n); a[pool].Decrease(n); };
-    auto delta = [&](StatArray& a, std::int64_t n) { n > 0 ? up(a, n) : (n < 0 ? down(a, -n) : void()); };
+    auto up = [&](StatArray& a, std::int64_t n) {
+      a[0].Increase(n);
+      a[pool].Increase(n);
+    };
+    auto down = [&](StatArray& a, std::int64_t n) {
+      a[0].Decrease(n);
+      a[pool].Decrease(n);
+    };
+    auto delta = [&](StatArray& a, std::int64_t n) {
+      n > 0 ? up(a, n) : (n < 0 ? down(a, -n) : void());
+    };
     DeviceStats& s = stats_;
     switch (e.kind) {
       case StatEventKind::kBlockAllocated:
-        up(s.allocation, 1); up(s.allocated_bytes, e.bytes);
-        up(s.active, 1); up(s.active_bytes, e.bytes); up(s.requested_bytes, e.requested);
+        up(s.allocation, 1);
+        up(s.allocated_bytes, e.bytes);
+        up(s.active, 1);
+        up(s.active_bytes, e.bytes);
+        up(s.requested_bytes, e.requested);
         if (e.oversize) s.oversize_allocations.Increase(1);
         break;
       case StatEventKind::kBlockFreeRequested:
-        down(s.allocation, 1); down(s.allocated_bytes, e.bytes);
+        down(s.allocation, 1);
+        down(s.allocated_bytes, e.bytes);
         if (e.oversize) s.oversize_allocations.Decrease(1);
         break;
       case StatEventKind::kBlockFreeCompleted:
-        down(s.active, 1); down(s.active_bytes, e.bytes); down(s.requested_bytes, e.requested);
+        down(s.active, 1);
+        down(s.active_bytes, e.bytes);
+        down(s.requested_bytes, e.requested);
         break;
       case StatEventKind::kInactiveSplit:
-        delta(s.inactive_split, e.count); delta(s.inactive_split_bytes, e.bytes);
+        delta(s.inactive_split, e.count);
+        delta(s.inactive_split_bytes, e.bytes);
         break;
       case StatEventKind::kSegmentAllocated:
-        up(s.segment, 1); up(s.reserved_bytes, e.bytes); ++s.num_device_alloc;
+        up(s.segment, 1);
+        up(s.reserved_bytes, e.bytes);
+        ++s.num_device_alloc;
         if (e.oversize) s.oversize_segments.Increase(1);
         break;
       case StatEventKind::kSegmentFreed:
-        down(s.segment, 1); down(s.reserved_bytes, e.bytes); ++s.num_device_free;
+        down(s.segment, 1);
+        down(s.reserved_bytes, e.bytes);
+        ++s.num_device_free;
         if (e.oversize) s.oversize_segments.Decrease(1);
         break;
-      case StatEventKind::kPagesMapped: up(s.reserved_bytes, e.bytes); ++s.num_device_alloc; break;
-      case StatEventKind::kPagesUnmapped: down(s.reserved_bytes, e.bytes); ++s.num_device_free; break;
-      case StatEventKind::kAllocRetry: ++s.num_alloc_retries; break;
-      case StatEventKind::kOom: ++s.num_ooms; break;
-      case StatEventKind::kSyncAllStreams: ++s.num_sync_all_streams; break;
+      case StatEventKind::kPagesMapped:
+        up(s.reserved_bytes, e.bytes);
+        ++s.num_device_alloc;
+        break;
+      case StatEventKind::kPagesUnmapped:
+        down(s.reserved_bytes, e.bytes);
+        ++s.num_device_free;
+        break;
+      case StatEventKind::kAllocRetry:
+        ++s.num_alloc_retries;
+        break;
+      case StatEventKind::kOom:
+        ++s.num_ooms;
+        break;
+      case StatEventKind::kSyncAllStreams:
+        ++s.num_sync_all_streams;
+        break;
     }
   }
 

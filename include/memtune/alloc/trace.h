@@ -42,13 +42,13 @@ std::string_view TraceOpName(TraceOp op);
 // next call to TraceReader::Next.
 struct TraceEvent {
   TraceOp op = TraceOp::kAlloc;
-  std::int64_t line = 0;        // 1-based line number in the source
-  HandleId handle = 0;          // interned id of the handle name (ops with a handle)
+  std::int64_t line = 0;  // 1-based line number in the source
+  HandleId handle = 0;    // interned id of the handle name (ops with a handle)
   std::string_view handle_name;
-  std::int64_t bytes = 0;       // alloc size, set_capacity, set_non_pytorch
-  StreamId stream = 0;          // alloc (default 0), record_stream
-  double fraction = 0.0;        // set_memory_fraction
-  std::string_view label;       // text after a trailing "# ", or empty
+  std::int64_t bytes = 0;  // alloc size, set_capacity, set_non_pytorch
+  StreamId stream = 0;     // alloc (default 0), record_stream
+  double fraction = 0.0;   // set_memory_fraction
+  std::string_view label;  // text after a trailing "# ", or empty
 };
 
 // Reads events from a stream. Handle names are interned to dense ids; the consumer calls

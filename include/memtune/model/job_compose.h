@@ -22,9 +22,9 @@ struct JobOverride {
 
 // The inputs of one job, in increasing precedence.
 struct JobInputs {
-  std::string document;       // YAML or JSON job text; "" = none
-  std::string megatron_args;  // a Megatron-LM launch command line; "" = none. Its fields
-                              // override the document's.
+  std::string document;                // YAML or JSON job text; "" = none
+  std::string megatron_args;           // a Megatron-LM launch command line; "" = none. Its fields
+                                       // override the document's.
   std::vector<JobOverride> overrides;  // applied in order; a later one wins
 };
 
@@ -37,8 +37,8 @@ struct JobInputs {
 // Megatron-LM argument reader. Its ignored flags are added to ignored_fields.
 //
 // Example:
-//   JobInputs in{.document = text, .overrides = {{"model.tensor_model_parallel_size", "8", "--tp"}}};
-//   Result<JobDocument> doc = ComposeJob(in, {.source_name = "job.yaml"});
+//   JobInputs in{.document = text, .overrides = {{"model.tensor_model_parallel_size", "8",
+//   "--tp"}}}; Result<JobDocument> doc = ComposeJob(in, {.source_name = "job.yaml"});
 Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& options = {});
 
 }  // namespace memtune::model

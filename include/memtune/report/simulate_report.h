@@ -19,11 +19,11 @@ struct SimulateRun {
 };
 
 struct SimulateReport {
-  std::string trace;                 // as named on the command line
+  std::string trace;  // as named on the command line
   alloc::TorchVersion torch_version;
   std::int64_t capacity_bytes = 0;
   std::int64_t non_pytorch_bytes = 0;
-  std::vector<SimulateRun> runs;     // the --alloc-conf run, then the --compare run if any
+  std::vector<SimulateRun> runs;  // the --alloc-conf run, then the --compare run if any
 };
 
 // A human-readable table, one column per run, then the first OOM of each run with
@@ -38,7 +38,8 @@ std::string RenderSimulateJson(const SimulateReport& report);
 // CSV timeline: a header row, then one row per trace event with the counters of each run
 // (columns prefixed "compare_" for the second run).
 void WriteTimelineCsvHeader(std::ostream& out, std::size_t runs);
-void WriteTimelineCsvRow(std::ostream& out, std::int64_t event_index, const alloc::TraceEvent& event,
+void WriteTimelineCsvRow(std::ostream& out, std::int64_t event_index,
+                         const alloc::TraceEvent& event,
                          const std::vector<alloc::TimelineSample>& samples);
 
 }  // namespace memtune::report

@@ -36,24 +36,31 @@ TEST(ConfigTest, ParsesCommonOptions) {
   EXPECT_TRUE(c->expandable_segments);
   EXPECT_EQ(c->max_split_size_bytes, 128 * kMiB);
   EXPECT_DOUBLE_EQ(c->garbage_collection_threshold, 0.8);
-  EXPECT_EQ(c->settings, "expandable_segments:True, max_split_size_mb:128,garbage_collection_threshold:0.8");
+  EXPECT_EQ(c->settings,
+            "expandable_segments:True, max_split_size_mb:128,garbage_collection_threshold:0.8");
 }
 
 TEST(ConfigTest, MaxSplitSizeBoundChangedIn29) {
-  EXPECT_EQ(ErrorOf("max_split_size_mb:20", k28), "CachingAllocator option max_split_size_mb too small, must be > 20");
+  EXPECT_EQ(ErrorOf("max_split_size_mb:20", k28),
+            "CachingAllocator option max_split_size_mb too small, must be > 20");
   EXPECT_EQ(ErrorOf("max_split_size_mb:21", k28), "<ok>");
-  EXPECT_EQ(ErrorOf("max_split_size_mb:19", k29), "CachingAllocator option max_split_size_mb too small, must be >= 20");
+  EXPECT_EQ(ErrorOf("max_split_size_mb:19", k29),
+            "CachingAllocator option max_split_size_mb too small, must be >= 20");
   EXPECT_EQ(ErrorOf("max_split_size_mb:20", k29), "<ok>");
 }
 
 TEST(ConfigTest, GcThresholdTexts) {
-  EXPECT_EQ(ErrorOf("garbage_collection_threshold:0", k24), "garbage_collect_threshold too small, set it 0.0~1.0");
-  EXPECT_EQ(ErrorOf("garbage_collection_threshold:1.0", k24), "garbage_collect_threshold too big, set it 0.0~1.0");
-  EXPECT_EQ(ErrorOf("garbage_collection_threshold:1.5", k29), "garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
+  EXPECT_EQ(ErrorOf("garbage_collection_threshold:0", k24),
+            "garbage_collect_threshold too small, set it 0.0~1.0");
+  EXPECT_EQ(ErrorOf("garbage_collection_threshold:1.0", k24),
+            "garbage_collect_threshold too big, set it 0.0~1.0");
+  EXPECT_EQ(ErrorOf("garbage_collection_threshold:1.5", k29),
+            "garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
 }
 
 TEST(ConfigTest, BooleansAreCaseSensitive) {
-  EXPECT_EQ(ErrorOf("expandable_segments:true", k24), "Expected a single True/False argument for expandable_segments");
+  EXPECT_EQ(ErrorOf("expandable_segments:true", k24),
+            "Expected a single True/False argument for expandable_segments");
   EXPECT_EQ(ErrorOf("expandable_segments:true", k29),
             "Expected 'True' or 'False' at index 2 in ConfigTokenizer but got 'true'");
 }
@@ -65,8 +72,10 @@ TEST(ConfigTest, UnknownKeys) {
   EXPECT_EQ(c.error().field, "max_split_sise_mb");
   EXPECT_EQ(ErrorOf("foo:1", k29), "Unrecognized key 'foo' in CUDA allocator config.");
   // Options newer than the version are unknown to it.
-  EXPECT_EQ(ErrorOf("max_non_split_rounding_mb:40", k24), "Unrecognized CachingAllocator option: max_non_split_rounding_mb");
-  EXPECT_EQ(ErrorOf("large_segment_size_mb:40", k29), "Unrecognized key 'large_segment_size_mb' in CUDA allocator config.");
+  EXPECT_EQ(ErrorOf("max_non_split_rounding_mb:40", k24),
+            "Unrecognized CachingAllocator option: max_non_split_rounding_mb");
+  EXPECT_EQ(ErrorOf("large_segment_size_mb:40", k29),
+            "Unrecognized key 'large_segment_size_mb' in CUDA allocator config.");
 }
 
 TEST(ConfigTest, SeparatorErrorsOnlyInLegacyParser) {
@@ -82,36 +91,47 @@ TEST(ConfigTest, SeparatorErrorsOnlyInLegacyParser) {
   EXPECT_EQ(ErrorOf("max_split_size_mb:200:expandable_segments:True", k28),
             "Error parsing CachingAllocator settings, expected ,");
   // ...but dropped spaces glue "200expandable_segments" together and "True" becomes a key.
-  EXPECT_EQ(ErrorOf("max_split_size_mb:200 expandable_segments:True", k29), "Index out of bounds in ConfigTokenizer");
+  EXPECT_EQ(ErrorOf("max_split_size_mb:200 expandable_segments:True", k29),
+            "Index out of bounds in ConfigTokenizer");
 }
 
 TEST(ConfigTest, RoundupErrors) {
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:3", k24), "For roundups, the divisons has to be power of 2");
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:3", k29), "For roundups, the divisions has to be power of 2");
+  EXPECT_EQ(ErrorOf("roundup_power2_divisions:3", k24),
+            "For roundups, the divisons has to be power of 2");
+  EXPECT_EQ(ErrorOf("roundup_power2_divisions:3", k29),
+            "For roundups, the divisions has to be power of 2");
   EXPECT_EQ(ErrorOf("roundup_power2_divisions:[64:3]", k28),
             "For roundups, the divisions has to be power of 2 or 0 to disable roundup");
   EXPECT_EQ(ErrorOf("roundup_power2_divisions:[64:0]", k24), "<ok>");
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[64:0]", {2, 2}), "For roundups, the divisons has to be power of 2");
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[48:4]", k29), "For roundups, the intervals have to be power of 2");
+  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[64:0]", {2, 2}),
+            "For roundups, the divisons has to be power of 2");
+  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[48:4]", k29),
+            "For roundups, the intervals have to be power of 2");
 }
 
 TEST(ConfigTest, NotSimulatedOptionsAreReported) {
-  auto c = ParseAllocatorConfig("backend:cudaMallocAsync,release_lock_on_cudamalloc:True,"
-                                "pinned_num_register_threads:8", k24);
+  auto c = ParseAllocatorConfig(
+      "backend:cudaMallocAsync,release_lock_on_cudamalloc:True,"
+      "pinned_num_register_threads:8",
+      k24);
   ASSERT_TRUE(c.has_value()) << c.error().Describe();
   ASSERT_EQ(c->not_simulated.size(), 3u);
-  EXPECT_EQ(c->not_simulated[0],
-            "backend:cudaMallocAsync (memtune simulates the native caching allocator; cudaMallocAsync "
-            "pools are not modelled)");
-  EXPECT_EQ(c->not_simulated[1], "release_lock_on_cudamalloc:True (lock handling only; no effect on memory)");
+  EXPECT_EQ(
+      c->not_simulated[0],
+      "backend:cudaMallocAsync (memtune simulates the native caching allocator; cudaMallocAsync "
+      "pools are not modelled)");
+  EXPECT_EQ(c->not_simulated[1],
+            "release_lock_on_cudamalloc:True (lock handling only; no effect on memory)");
   ASSERT_EQ(c->warnings.size(), 1u);
   EXPECT_EQ(c->warnings[0],
             "backend:cudaMallocAsync ignores max_split_size_mb,roundup_power2_divisions, and "
             "garbage_collect_threshold.");
-  EXPECT_EQ(ErrorOf("backend:foo", k24), "Unknown allocator backend, options are native and cudaMallocAsync");
+  EXPECT_EQ(ErrorOf("backend:foo", k24),
+            "Unknown allocator backend, options are native and cudaMallocAsync");
   EXPECT_EQ(ErrorOf("pinned_num_register_threads:256", k24),
             "Number of register threads should be less than or equal to 128");
-  EXPECT_EQ(ErrorOf("pinned_num_register_threads:3", k29), "Number of register threads has to be power of 2, got 3");
+  EXPECT_EQ(ErrorOf("pinned_num_register_threads:3", k29),
+            "Number of register threads has to be power of 2, got 3");
 }
 
 TEST(ConfigTest, MainOnlyOptions) {
@@ -130,13 +150,15 @@ TEST(ConfigTest, MainOnlyOptions) {
 }
 
 TEST(ConfigTest, MissingValuesAndBadNumbers) {
-  EXPECT_EQ(ErrorOf("max_split_size_mb", k24), "Error parsing CachingAllocator settings, expected :");
+  EXPECT_EQ(ErrorOf("max_split_size_mb", k24),
+            "Error parsing CachingAllocator settings, expected :");
   EXPECT_EQ(ErrorOf("max_split_size_mb:", k24), "Error, expecting max_split_size_mb value");
   EXPECT_EQ(ErrorOf("max_split_size_mb:", k29), "Index out of bounds in ConfigTokenizer");
   auto c = ParseAllocatorConfig("max_split_size_mb:abc", k24);
   ASSERT_FALSE(c.has_value());
   EXPECT_EQ(c.error().message, "'abc' is not a valid number for max_split_size_mb");
-  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[64:4", k29), "Index out of bounds in ConfigTokenizer");
+  EXPECT_EQ(ErrorOf("roundup_power2_divisions:[64:4", k29),
+            "Index out of bounds in ConfigTokenizer");
   EXPECT_EQ(ErrorOf("roundup_power2_divisions:[64:4,", k29),
             "Expected closing bracket ']' in ConfigTokenizer but reached end of config");
 }

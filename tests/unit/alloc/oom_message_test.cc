@@ -34,39 +34,49 @@ TEST(OomMessageTest, Template24WithAllowedAndPrivatePools) {
   OomReport r = Sample();
   r.allowed_bytes = 12 * kGiB;
   r.private_pool_free_bytes = 46 * kMiB;
-  EXPECT_EQ(FormatOomMessage(r, {2, 4}),
-            "CUDA out of memory. Tried to allocate 546.00 MiB. GPU 0 has a total capacity of 16.00 GiB of "
-            "which 514.00 MiB is free. Including non-PyTorch memory, this process has 15.00 GiB memory in "
-            "use. 12.00 GiB allowed; Of the allocated memory 13.04 GiB is allocated by PyTorch, with 46.00 "
-            "MiB allocated in private pools (e.g., CUDA Graphs), and 978.00 MiB is reserved by PyTorch but "
-            "unallocated. If reserved but unallocated memory is large try setting "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
-            "for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
+  EXPECT_EQ(
+      FormatOomMessage(r, {2, 4}),
+      "CUDA out of memory. Tried to allocate 546.00 MiB. GPU 0 has a total capacity of 16.00 GiB "
+      "of "
+      "which 514.00 MiB is free. Including non-PyTorch memory, this process has 15.00 GiB memory "
+      "in "
+      "use. 12.00 GiB allowed; Of the allocated memory 13.04 GiB is allocated by PyTorch, with "
+      "46.00 "
+      "MiB allocated in private pools (e.g., CUDA Graphs), and 978.00 MiB is reserved by PyTorch "
+      "but "
+      "unallocated. If reserved but unallocated memory is large try setting "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
+      "for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
 }
 
 TEST(OomMessageTest, Template22StreamsTheDeviceAsAChar) {
   OomReport r = Sample();
   r.process_bytes.reset();  // no NVML: no process part
   const std::string m = FormatOomMessage(r, {2, 2});
-  EXPECT_EQ(m, std::string("CUDA out of memory. Tried to allocate 546.00 MiB. GPU ") + '\0' +
-                   " has a total capacity of 16.00 GiB of which 514.00 MiB is free. Of the allocated "
-                   "memory 13.00 GiB is allocated by PyTorch, and 1024.00 MiB is reserved by PyTorch but "
-                   "unallocated. If reserved but unallocated memory is large try setting "
-                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
-                   "documentation for Memory Management  "
-                   "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
+  EXPECT_EQ(
+      m, std::string("CUDA out of memory. Tried to allocate 546.00 MiB. GPU ") + '\0' +
+             " has a total capacity of 16.00 GiB of which 514.00 MiB is free. Of the allocated "
+             "memory 13.00 GiB is allocated by PyTorch, and 1024.00 MiB is reserved by PyTorch but "
+             "unallocated. If reserved but unallocated memory is large try setting "
+             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+             "documentation for Memory Management  "
+             "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
 }
 
 TEST(OomMessageTest, Template21HasTheCapactyTypo) {
   OomReport r = Sample();
   r.device = 3;
-  EXPECT_EQ(FormatOomMessage(r, {2, 1}),
-            "CUDA out of memory. Tried to allocate 546.00 MiB. GPU 3 has a total capacty of 16.00 GiB of "
-            "which 514.00 MiB is free. Including non-PyTorch memory, this process has 15.00 GiB memory in "
-            "use. Of the allocated memory 13.00 GiB is allocated by PyTorch, and 1024.00 MiB is reserved by "
-            "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-            "max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and "
-            "PYTORCH_CUDA_ALLOC_CONF");
+  EXPECT_EQ(
+      FormatOomMessage(r, {2, 1}),
+      "CUDA out of memory. Tried to allocate 546.00 MiB. GPU 3 has a total capacty of 16.00 GiB of "
+      "which 514.00 MiB is free. Including non-PyTorch memory, this process has 15.00 GiB memory "
+      "in "
+      "use. Of the allocated memory 13.00 GiB is allocated by PyTorch, and 1024.00 MiB is reserved "
+      "by "
+      "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+      "max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and "
+      "PYTORCH_CUDA_ALLOC_CONF");
 }
 
 TEST(OomMessageTest, SimulatorReportsSegmentSizeAndPostReleaseState) {
@@ -77,13 +87,15 @@ TEST(OomMessageTest, SimulatorReportsSegmentSizeAndPostReleaseState) {
   ASSERT_TRUE(s.last_oom().has_value());
   EXPECT_EQ(s.last_oom()->rounded_bytes, 3 * kMiB);
   EXPECT_EQ(s.last_oom()->allocation_bytes, 20 * kMiB);
-  EXPECT_EQ(s.LastOomMessage(),
-            "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 30.00 MiB of "
-            "which 14.00 MiB is free. Including non-PyTorch memory, this process has 16.00 MiB memory in "
-            "use. Of the allocated memory 16.00 MiB is allocated by PyTorch, and 0 bytes is reserved by "
-            "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
-            "for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
+  EXPECT_EQ(
+      s.LastOomMessage(),
+      "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 30.00 MiB of "
+      "which 14.00 MiB is free. Including non-PyTorch memory, this process has 16.00 MiB memory in "
+      "use. Of the allocated memory 16.00 MiB is allocated by PyTorch, and 0 bytes is reserved by "
+      "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
+      "for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
 }
 
 }  // namespace

@@ -105,17 +105,18 @@ TEST(ShouldSplitTest, WorkedTableOfSection16) {
   EXPECT_TRUE(ShouldSplit(20 * kMiB, 9 * kMiB, PoolKind::kLarge, false, mss));
   EXPECT_FALSE(ShouldSplit(10 * kMiB, 10 * kMiB, PoolKind::kLarge, false, mss));
   EXPECT_TRUE(ShouldSplit(12 * kMiB, 10 * kMiB + 512, PoolKind::kLarge, false, mss));
-  EXPECT_FALSE(ShouldSplit(12 * kMiB, 11 * kMiB + 512, PoolKind::kLarge, false, mss));  // rest <= 1 MiB
+  EXPECT_FALSE(
+      ShouldSplit(12 * kMiB, 11 * kMiB + 512, PoolKind::kLarge, false, mss));  // rest <= 1 MiB
   EXPECT_TRUE(ShouldSplit(32 * kMiB, 30 * kMiB + 512, PoolKind::kLarge, false, mss));
 }
 
 TEST(ShouldSplitTest, ThresholdsAreExact) {
   const std::int64_t mss = kUnlimitedBytes;
-  EXPECT_FALSE(ShouldSplit(5 * kMiB, 4 * kMiB, PoolKind::kLarge, false, mss));      // rest == 1 MiB
-  EXPECT_TRUE(ShouldSplit(5 * kMiB + 512, 4 * kMiB, PoolKind::kLarge, false, mss)); // rest > 1 MiB
-  EXPECT_FALSE(ShouldSplit(1024, 1024 - 511, PoolKind::kSmall, false, mss));        // rest 511
-  EXPECT_TRUE(ShouldSplit(1024, 512, PoolKind::kSmall, false, mss));                // rest 512
-  EXPECT_TRUE(ShouldSplit(5 * kMiB, 4 * kMiB, PoolKind::kLarge, true, mss));        // expandable
+  EXPECT_FALSE(ShouldSplit(5 * kMiB, 4 * kMiB, PoolKind::kLarge, false, mss));  // rest == 1 MiB
+  EXPECT_TRUE(ShouldSplit(5 * kMiB + 512, 4 * kMiB, PoolKind::kLarge, false, mss));  // rest > 1 MiB
+  EXPECT_FALSE(ShouldSplit(1024, 1024 - 511, PoolKind::kSmall, false, mss));         // rest 511
+  EXPECT_TRUE(ShouldSplit(1024, 512, PoolKind::kSmall, false, mss));                 // rest 512
+  EXPECT_TRUE(ShouldSplit(5 * kMiB, 4 * kMiB, PoolKind::kLarge, true, mss));         // expandable
   // Oversize requests are never split in native mode.
   EXPECT_FALSE(ShouldSplit(300 * kMiB, 200 * kMiB, PoolKind::kLarge, false, 128 * kMiB));
   EXPECT_TRUE(ShouldSplit(300 * kMiB, 100 * kMiB, PoolKind::kLarge, false, 128 * kMiB));
@@ -123,7 +124,8 @@ TEST(ShouldSplitTest, ThresholdsAreExact) {
 
 TEST(OversizeTest, RulesUseGreaterOrEqual) {
   const std::int64_t mss = 128 * kMiB, nsr = 20 * kMiB;
-  EXPECT_FALSE(OversizeRulesAllow(100 * kMiB, 128 * kMiB, mss, nsr));  // normal request, oversize block
+  EXPECT_FALSE(
+      OversizeRulesAllow(100 * kMiB, 128 * kMiB, mss, nsr));  // normal request, oversize block
   EXPECT_TRUE(OversizeRulesAllow(100 * kMiB, 128 * kMiB - 512, mss, nsr));
   EXPECT_TRUE(OversizeRulesAllow(128 * kMiB, 148 * kMiB - 512, mss, nsr));
   EXPECT_FALSE(OversizeRulesAllow(128 * kMiB, 148 * kMiB, mss, nsr));  // exactly NSR bigger

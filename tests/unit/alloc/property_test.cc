@@ -20,12 +20,18 @@ struct Case {
 // Sizes spanning the small pool, the 1-10 MiB band, large and oversize requests.
 std::int64_t RandomSize(std::mt19937_64& rng) {
   switch (rng() % 6) {
-    case 0: return 1 + static_cast<std::int64_t>(rng() % 4096);
-    case 1: return 1 + static_cast<std::int64_t>(rng() % kMiB);
-    case 2: return kMiB + static_cast<std::int64_t>(rng() % (9 * kMiB));
-    case 3: return 10 * kMiB + static_cast<std::int64_t>(rng() % (40 * kMiB));
-    case 4: return static_cast<std::int64_t>(rng() % 4) * kMiB;  // exact MiB multiples, incl. 0
-    default: return 50 * kMiB + static_cast<std::int64_t>(rng() % (200 * kMiB));
+    case 0:
+      return 1 + static_cast<std::int64_t>(rng() % 4096);
+    case 1:
+      return 1 + static_cast<std::int64_t>(rng() % kMiB);
+    case 2:
+      return kMiB + static_cast<std::int64_t>(rng() % (9 * kMiB));
+    case 3:
+      return 10 * kMiB + static_cast<std::int64_t>(rng() % (40 * kMiB));
+    case 4:
+      return static_cast<std::int64_t>(rng() % 4) * kMiB;  // exact MiB multiples, incl. 0
+    default:
+      return 50 * kMiB + static_cast<std::int64_t>(rng() % (200 * kMiB));
   }
 }
 
@@ -53,7 +59,8 @@ void RunRandomTrace(const Case& c, std::uint64_t seed, int events) {
   o.capacity_bytes = c.capacity_bytes;
   o.non_pytorch_bytes = 3 * kMiB;
   if (c.fraction) o.memory_fraction = 0.9;
-  o.pending_frees = seed % 2 ? PendingFreeCompletion::kAtNextMalloc : PendingFreeCompletion::kExplicit;
+  o.pending_frees =
+      seed % 2 ? PendingFreeCompletion::kAtNextMalloc : PendingFreeCompletion::kExplicit;
   Simulator s(o);
   std::mt19937_64 rng(seed);
   std::vector<HandleId> live;
@@ -84,7 +91,8 @@ void RunRandomTrace(const Case& c, std::uint64_t seed, int events) {
       pending.clear();
     }
     const Status st = CheckGlobal(s);
-    ASSERT_TRUE(st.has_value()) << "seed " << seed << " event " << i << ": " << st.error().Describe();
+    ASSERT_TRUE(st.has_value()) << "seed " << seed << " event " << i << ": "
+                                << st.error().Describe();
   }
   EXPECT_EQ(ooms, s.stats().num_ooms);
 }
@@ -97,12 +105,13 @@ TEST_P(PropertyTest, InvariantsHoldAfterEveryEvent) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, PropertyTest,
-    ::testing::Values(Case{"", 600 * kMiB, false}, Case{"max_split_size_mb:64", 700 * kMiB, false},
-                      Case{"expandable_segments:True", 600 * kMiB, false},
-                      Case{"expandable_segments:True,max_split_size_mb:64", 800 * kMiB, false},
-                      Case{"garbage_collection_threshold:0.6", 700 * kMiB, true},
-                      Case{"roundup_power2_divisions:[1:2,16:4,>:8],max_split_size_mb:100", 900 * kMiB, false},
-                      Case{"expandable_segments:True,garbage_collection_threshold:0.5", 700 * kMiB, true}));
+    ::testing::Values(
+        Case{"", 600 * kMiB, false}, Case{"max_split_size_mb:64", 700 * kMiB, false},
+        Case{"expandable_segments:True", 600 * kMiB, false},
+        Case{"expandable_segments:True,max_split_size_mb:64", 800 * kMiB, false},
+        Case{"garbage_collection_threshold:0.6", 700 * kMiB, true},
+        Case{"roundup_power2_divisions:[1:2,16:4,>:8],max_split_size_mb:100", 900 * kMiB, false},
+        Case{"expandable_segments:True,garbage_collection_threshold:0.5", 700 * kMiB, true}));
 
 TEST(PropertyTest, TightCapacityProducesOomsAndRetries) {
   // The capacities above are small enough that the random traces must hit the slow paths.

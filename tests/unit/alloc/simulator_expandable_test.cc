@@ -79,9 +79,9 @@ TEST(Section49Test, Example2NativeWins) {
 
 TEST(ExpandableTest, EmptyCacheUnmapsOnlyWholeFreePages) {
   Simulator s = MakeSim(kExpandable);
-  MustAlloc(s, 0, 50 * kMiB);   // maps 3 pages [0, 60)
-  MustAlloc(s, 1, 5 * kMiB);    // [50, 55) from the free tail
-  MustFree(s, 0);               // [0, 50) free: pages 0 and 1 are whole
+  MustAlloc(s, 0, 50 * kMiB);  // maps 3 pages [0, 60)
+  MustAlloc(s, 1, 5 * kMiB);   // [50, 55) from the free tail
+  MustFree(s, 0);              // [0, 50) free: pages 0 and 1 are whole
   s.EmptyCache();
   EXPECT_EQ(Reserved(s), 20 * kMiB);
   EXPECT_EQ(s.stats().num_device_free, 1);  // one unmap call for [0, 40)
@@ -166,14 +166,15 @@ TEST(ExpandableTest, OomUnmapsFreePagesBeforeGivingUp) {
   EXPECT_EQ(s.stats().num_ooms, 1);
   EXPECT_EQ(s.stats().num_alloc_retries, 1);
   EXPECT_TRUE(s.CheckInvariants().has_value());
-  EXPECT_EQ(s.LastOomMessage(),
-            "CUDA out of memory. Tried to allocate 70.00 MiB. GPU 0 has a total capacity of 90.00 MiB of "
-            "which 70.00 MiB is free. Including non-PyTorch memory, this process has 20.00 MiB memory in "
-            "use. Of the allocated memory 9.00 MiB is allocated by PyTorch, and 11.00 MiB is reserved by "
-            "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
-            "for Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html"
-            "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)");
+  EXPECT_EQ(
+      s.LastOomMessage(),
+      "CUDA out of memory. Tried to allocate 70.00 MiB. GPU 0 has a total capacity of 90.00 MiB of "
+      "which 70.00 MiB is free. Including non-PyTorch memory, this process has 20.00 MiB memory in "
+      "use. Of the allocated memory 9.00 MiB is allocated by PyTorch, and 11.00 MiB is reserved by "
+      "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
+      "for Memory Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html"
+      "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)");
 }
 
 }  // namespace

@@ -241,8 +241,9 @@ TEST(NativeTest, ObserverSeesTraceOrder) {
   MustFree(s, 0);
   s.EmptyCache();
   const std::vector<AllocatorEventKind> want = {
-      AllocatorEventKind::kSegmentAlloc, AllocatorEventKind::kAlloc, AllocatorEventKind::kFreeRequested,
-      AllocatorEventKind::kFreeCompleted, AllocatorEventKind::kSegmentFree};
+      AllocatorEventKind::kSegmentAlloc, AllocatorEventKind::kAlloc,
+      AllocatorEventKind::kFreeRequested, AllocatorEventKind::kFreeCompleted,
+      AllocatorEventKind::kSegmentFree};
   EXPECT_EQ(kinds, want);
 }
 

@@ -19,7 +19,9 @@ std::vector<TraceEvent> ReadAll(const std::string& text, std::string* error = nu
   while (true) {
     auto more = reader.Next(ev);
     if (!more) {
-      if (error) *error = more.error().Describe() + (more.error().hint.empty() ? "" : " | " + more.error().hint);
+      if (error)
+        *error =
+            more.error().Describe() + (more.error().hint.empty() ? "" : " | " + more.error().hint);
       break;
     }
     if (!*more) break;
@@ -88,14 +90,20 @@ TEST(TraceReaderTest, MalformedLinesNameTheLine) {
   EXPECT_EQ(ErrorOf("alloc a\n"), "t.trace:1: 'alloc' takes 2 or 3 field(s), got 1");
   EXPECT_EQ(ErrorOf("free a b\n"), "t.trace:1: 'free' takes 1 field(s), got 2");
   EXPECT_EQ(ErrorOf("alloc a 12XB\n"),
-            "t.trace:1: bad size '12XB': unknown unit 'xb' in '12XB'; allowed: B, KiB, MiB, GiB, TiB, kB, MB, GB, TB");
+            "t.trace:1: bad size '12XB': unknown unit 'xb' in '12XB'; allowed: B, KiB, MiB, GiB, "
+            "TiB, kB, MB, GB, TB");
   EXPECT_EQ(ErrorOf("alloc a -5\n"),
-            "t.trace:1: bad size '-5': '-5' is not a size; expected a number with an optional unit (B, KiB, "
+            "t.trace:1: bad size '-5': '-5' is not a size; expected a number with an optional unit "
+            "(B, KiB, "
             "MiB, GiB, TiB, kB, MB, GB, TB)");
-  EXPECT_EQ(ErrorOf("alloc a 9999999999999999999\n"), "t.trace:1: size '9999999999999999999' is absurd (over 2^62 bytes)");
-  EXPECT_EQ(ErrorOf("alloc a 4611686018427387905\n"), "t.trace:1: size '4611686018427387905' is absurd (over 2^62 bytes)");
-  EXPECT_EQ(ErrorOf("alloc a 10 x\n"), "t.trace:1: bad stream 'x'; expected a non-negative integer (decimal or 0x hex)");
-  EXPECT_EQ(ErrorOf("set_memory_fraction 1.5\n"), "t.trace:1: bad memory fraction '1.5'; expected a number in [0, 1]");
+  EXPECT_EQ(ErrorOf("alloc a 9999999999999999999\n"),
+            "t.trace:1: size '9999999999999999999' is absurd (over 2^62 bytes)");
+  EXPECT_EQ(ErrorOf("alloc a 4611686018427387905\n"),
+            "t.trace:1: size '4611686018427387905' is absurd (over 2^62 bytes)");
+  EXPECT_EQ(ErrorOf("alloc a 10 x\n"),
+            "t.trace:1: bad stream 'x'; expected a non-negative integer (decimal or 0x hex)");
+  EXPECT_EQ(ErrorOf("set_memory_fraction 1.5\n"),
+            "t.trace:1: bad memory fraction '1.5'; expected a number in [0, 1]");
 }
 
 TEST(TraceReaderTest, ReleasedHandlesAreReusedAndRemembered) {
@@ -118,7 +126,8 @@ SimulatorOptions Options(std::string_view conf, std::int64_t capacity) {
   return o;
 }
 
-Result<std::vector<ReplaySummary>> Replay(const std::string& text, std::vector<SimulatorOptions> sims) {
+Result<std::vector<ReplaySummary>> Replay(const std::string& text,
+                                          std::vector<SimulatorOptions> sims) {
   std::istringstream in(text);
   ReplayOptions options;
   options.simulators = std::move(sims);
@@ -154,8 +163,11 @@ TEST(ReplayTest, AfterAnOomTheTraceContinues) {
   EXPECT_EQ(s.first_oom->line, 2);
   EXPECT_EQ(s.first_oom->handle, "big");
   EXPECT_EQ(s.first_oom->label, "the step that does not fit");
-  EXPECT_EQ(s.first_oom->message.rfind("CUDA out of memory. Tried to allocate 80.00 MiB. GPU 0 has a total "
-                                       "capacity of 100.00 MiB of which 40.00 MiB is free.", 0), 0u);
+  EXPECT_EQ(s.first_oom->message.rfind(
+                "CUDA out of memory. Tried to allocate 80.00 MiB. GPU 0 has a total "
+                "capacity of 100.00 MiB of which 40.00 MiB is free.",
+                0),
+            0u);
   ASSERT_EQ(s.notes.size(), 1u);
   EXPECT_EQ(s.notes[0], "line 3: free of 'big' ignored: its allocation failed with OOM");
   EXPECT_EQ(s.final_allocated_bytes, 90 * kMiB);  // c reused nothing: 60 MiB freed, then 90 MiB
@@ -171,13 +183,16 @@ TEST(ReplayTest, HandleMisuseIsAnErrorWithTheLine) {
   EXPECT_EQ(r.error().Describe(), "t.trace:2: alloc of handle 'a', which is already allocated");
   r = Replay("alloc a 10\nfree_completed a\n", {Options("", kGiB)});
   EXPECT_EQ(r.error().Describe(),
-            "t.trace:2: free_completed of handle 'a', which has no free waiting for record_stream events");
+            "t.trace:2: free_completed of handle 'a', which has no free waiting for record_stream "
+            "events");
 }
 
 TEST(ReplayTest, RecordStreamWithExplicitCompletion) {
   SimulatorOptions o = Options("", kGiB);
   o.pending_frees = PendingFreeCompletion::kExplicit;
-  auto r = Replay("alloc a 30MiB\nrecord_stream a 7\nfree a\nalloc b 30MiB\nfree_completed a\nalloc a 30MiB\n", {o});
+  auto r = Replay(
+      "alloc a 30MiB\nrecord_stream a 7\nfree a\nalloc b 30MiB\nfree_completed a\nalloc a 30MiB\n",
+      {o});
   ASSERT_TRUE(r.has_value()) << r.error().Describe();
   EXPECT_EQ((*r)[0].final_reserved_bytes, 60 * kMiB);  // b could not reuse a; the third alloc did
 }

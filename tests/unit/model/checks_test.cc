@@ -5,7 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "unit/model/checks_fixture.h"
@@ -219,6 +221,21 @@ TEST(RuleTableTest, IdsAreUniqueAndNamespaced) {
     EXPECT_FALSE(rule.source.empty());
   }
   EXPECT_GE(ids.size(), 80u);
+}
+
+// docs/checks.md is generated from `memtune check --list-rules --format json`; a rule added
+// without regenerating it fails here.
+TEST(RuleTableTest, DocsListEveryRule) {
+  std::ifstream in(std::string(MEMTUNE_SOURCE_DIR) + "/docs/checks.md");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const RuleInfo& rule : ListRules()) {
+    EXPECT_NE(text.str().find("| `" + std::string(rule.id) + "` | " +
+                              SeverityName(rule.severity) + " |"),
+              std::string::npos)
+        << rule.id;
+  }
 }
 
 TEST(HelpersTest, BlackwellNames) {

@@ -24,11 +24,12 @@ Result<JobDocument> Compose(std::vector<JobOverride> overrides, std::string doc 
 }
 
 TEST(JobComposeTest, OverridesWinInOrder) {
-  auto doc = Compose({{"model.tensor_model_parallel_size", "4", "--tp"},
-                      {"model.recompute_modules", "[mlp, core_attn]", "--set"},
-                      {"model.recompute_granularity", "selective", "--set"},
-                      {"model.tensor_model_parallel_size", "8", "--set"},
-                      {"memtune.env.PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", "--set"}});
+  auto doc =
+      Compose({{"model.tensor_model_parallel_size", "4", "--tp"},
+               {"model.recompute_modules", "[mlp, core_attn]", "--set"},
+               {"model.recompute_granularity", "selective", "--set"},
+               {"model.tensor_model_parallel_size", "8", "--set"},
+               {"memtune.env.PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", "--set"}});
   ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
   EXPECT_EQ(doc->job.model.tensor_model_parallel_size, 8);
   EXPECT_THAT(doc->job.model.recompute_modules, ElementsAre("mlp", "core_attn"));
@@ -63,14 +64,16 @@ TEST(JobComposeTest, ErrorsNameTheOverride) {
             "model.tensor_model_parallel_size = 0 is out of range (from --tp)");
   auto list = Compose({{"model.recompute_modules", "[mlp, attn]", "--set"}});
   ASSERT_FALSE(list.has_value());
-  EXPECT_EQ(list.error().message, "model.recompute_modules[1] = 'attn' is not a known value (from --set)");
+  EXPECT_EQ(list.error().message,
+            "model.recompute_modules[1] = 'attn' is not a known value (from --set)");
   auto yaml = Compose({{"model.recompute_modules", "[mlp", "--set"}});
   ASSERT_FALSE(yaml.has_value());
   EXPECT_EQ(yaml.error().message,
             "--set model.recompute_modules:1:1: end of sequence flow not found");
   auto through = Compose({{"model.num_layers.x", "1", "--set"}});
   ASSERT_FALSE(through.has_value());
-  EXPECT_EQ(through.error().message, "--set model.num_layers.x: model.num_layers = 4 is not a mapping");
+  EXPECT_EQ(through.error().message,
+            "--set model.num_layers.x: model.num_layers = 4 is not a mapping");
   auto empty = Compose({{"model..x", "1", "--set"}});
   ASSERT_FALSE(empty.has_value());
   EXPECT_EQ(empty.error().message, "--set model..x: empty field name in the path");

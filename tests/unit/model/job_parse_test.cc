@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace memtune::model {
 namespace {
@@ -35,6 +36,15 @@ Error ParseError(const std::string& text) {
   return doc ? Error{} : doc.error();
 }
 
+// The warnings other than the fp32-training notice that jobs without precision draw.
+std::vector<std::string> Warnings(const JobDocument& doc) {
+  std::vector<std::string> out;
+  for (const std::string& w : doc.warnings) {
+    if (w.find("trains in fp32") == std::string::npos) out.push_back(w);
+  }
+  return out;
+}
+
 // The one-line form the CLI prints: message; hint.
 std::string Line(const Error& e) { return e.hint.empty() ? e.message : e.message + "; " + e.hint; }
 
@@ -56,7 +66,7 @@ TEST(JobParseTest, ReadsYamlSections) {
   EXPECT_TRUE(job.ddp.grad_reduce_in_fp32);
   EXPECT_EQ(job.memtune.world_size, 16);
   EXPECT_EQ(job.memtune.gpu, "h100-sxm-80gb");
-  EXPECT_THAT(doc.warnings, IsEmpty());
+  EXPECT_THAT(Warnings(doc), IsEmpty());
 }
 
 TEST(JobParseTest, JsonIsTheSameDocument) {
@@ -95,14 +105,17 @@ TEST(JobParseTest, ListsTheDefaultsThatChangeMemory) {
                                 "  tensor_model_parallel_size: 2\n"
                                 "train: {micro_batch_size: 4}\n"
                                 "memtune: {world_size: 8}\n");
-  EXPECT_THAT(doc.defaults_used, Contains("model.ffn_hidden_size = 16384 (default: 4 * hidden_size)"));
+  EXPECT_THAT(doc.defaults_used,
+              Contains("model.ffn_hidden_size = 16384 (default: 4 * hidden_size)"));
   EXPECT_THAT(doc.defaults_used,
               Contains("model.num_query_groups = 32 (default: num_attention_heads)"));
   EXPECT_THAT(doc.defaults_used,
               Contains("model.kv_channels = 128 (default: hidden_size / num_attention_heads)"));
+  EXPECT_THAT(
+      doc.defaults_used,
+      Contains("train.global_batch_size = 16 (default: micro_batch_size * data-parallel size)"));
   EXPECT_THAT(doc.defaults_used,
-              Contains("train.global_batch_size = 16 (default: micro_batch_size * data-parallel size)"));
-  EXPECT_THAT(doc.defaults_used, Contains("model.seq_length = 1024 (default: Bridge GPTModelProvider)"));
+              Contains("model.seq_length = 1024 (default: Bridge GPTModelProvider)"));
   EXPECT_THAT(doc.defaults_used,
               Contains("model.params_dtype = fp32 (default: MCore ModelParallelConfig; no "
                        "mixed_precision preset)"));
@@ -127,7 +140,7 @@ TEST(JobParseTest, IgnoresBridgeSectionsAndFields) {
                                 "scheduler: {lr_warmup_iters: 100}\n");
   EXPECT_THAT(doc.ignored_fields, ElementsAre("checkpoint", "logger", "scheduler", "model._target_",
                                               "model.rotary_base", "model.fp4_recipe"));
-  EXPECT_THAT(doc.warnings, IsEmpty());  // fp4_recipe is an upstream field, not a typo
+  EXPECT_THAT(Warnings(doc), IsEmpty());  // fp4_recipe is an upstream field, not a typo
 }
 
 TEST(JobParseTest, NearMissesGetDidYouMean) {
@@ -135,7 +148,7 @@ TEST(JobParseTest, NearMissesGetDidYouMean) {
                                 "  hiden_size: 8192\n"
                                 "ddp: {grad_reduce_in_fp23: false}\n"
                                 "modle: {}\n");
-  EXPECT_THAT(doc.warnings,
+  EXPECT_THAT(Warnings(doc),
               ElementsAre("'modle' is not a section memtune uses; did you mean 'model'? (ignored)",
                           "model.hiden_size is not a field memtune uses; did you mean "
                           "'hidden_size'? (ignored)",
@@ -255,15 +268,16 @@ TEST(JobParseTest, DtypesAcceptTorchSpellings) {
 }
 
 TEST(JobParseTest, BridgeObjectFormsAreAccepted) {
-  const JobDocument doc = Parse(std::string(kArch) +
-                                "  activation_func: {_target_: torch.nn.functional.silu, _call_: false}\n"
-                                "  cuda_graph_impl: local\n"
-                                "  cuda_graph_scope:\n"
-                                "    - {_target_: megatron.core.transformer.enums.CudaGraphModule,\n"
-                                "       _call_: true, _args_: [2], _name_: mlp}\n"
-                                "peft:\n"
-                                "  _target_: megatron.bridge.peft.dora.DoRA\n"
-                                "  dim: 16\n");
+  const JobDocument doc =
+      Parse(std::string(kArch) +
+            "  activation_func: {_target_: torch.nn.functional.silu, _call_: false}\n"
+            "  cuda_graph_impl: local\n"
+            "  cuda_graph_scope:\n"
+            "    - {_target_: megatron.core.transformer.enums.CudaGraphModule,\n"
+            "       _call_: true, _args_: [2], _name_: mlp}\n"
+            "peft:\n"
+            "  _target_: megatron.bridge.peft.dora.DoRA\n"
+            "  dim: 16\n");
   EXPECT_EQ(doc.job.model.activation_func, "silu");
   EXPECT_THAT(doc.job.model.cuda_graph_scope, ElementsAre("mlp"));
   ASSERT_TRUE(doc.job.peft.has_value());
@@ -286,6 +300,15 @@ TEST(JobParseTest, NullMeansDefaultAndOptionalNullMeansNone) {
   EXPECT_EQ(doc.job.train.micro_batch_size, 1);
 }
 
+TEST(JobParseTest, Fp32TrainingIsFlagged) {
+  EXPECT_THAT(Parse(kArch).warnings,
+              ElementsAre("no mixed_precision and no model.bf16/fp16/params_dtype: the job "
+                          "trains in fp32 (Bridge's default); set mixed_precision: bf16_mixed "
+                          "for bf16 training"));
+  EXPECT_THAT(Parse(std::string(kArch) + "  params_dtype: fp32\n").warnings, IsEmpty());
+  EXPECT_THAT(Parse(std::string(kArch) + "mixed_precision: bf16_mixed\n").warnings, IsEmpty());
+}
+
 TEST(JobParseTest, MlaQLoraRankDefaultsOnlyWhenAbsent) {
   EXPECT_EQ(Parse(std::string(kArch) + "  multi_latent_attention: true\n").job.model.q_lora_rank,
             512);
@@ -302,7 +325,8 @@ TEST(JobParseTest, MoeDefaults) {
   EXPECT_EQ(doc.job.model.expert_tensor_parallel_size, 2);
   EXPECT_TRUE(doc.job.model.moe_layer_freq_is_list);
   EXPECT_THAT(doc.job.model.moe_layer_freq, ElementsAre(0, 1));
-  EXPECT_THAT(doc.defaults_used, Contains("model.moe_router_topk = 2 (default: MCore TransformerConfig)"));
+  EXPECT_THAT(doc.defaults_used,
+              Contains("model.moe_router_topk = 2 (default: MCore TransformerConfig)"));
   EXPECT_EQ(Line(ParseError("model: {moe_layer_freq: [0, 2]}\n")),
             "model.moe_layer_freq[1] = 2 is out of range; allowed: 0 to 1");
 }
@@ -310,10 +334,12 @@ TEST(JobParseTest, MoeDefaults) {
 TEST(JobParseTest, MissingArchitectureIsAnError) {
   const Error e = ParseError("model: {num_layers: 2, hidden_size: 64, vocab_size: 10}\n");
   EXPECT_EQ(e.code, ErrorCode::kInvalidConfig);
-  EXPECT_EQ(Line(e), "model.num_attention_heads is required; allowed: a positive integer, or "
-                     "model.preset / model.hf_config");
-  EXPECT_EQ(Line(ParseError("")), "model.num_layers is required; allowed: a positive integer, or "
-                                  "model.preset / model.hf_config");
+  EXPECT_EQ(Line(e),
+            "model.num_attention_heads is required; allowed: a positive integer, or "
+            "model.preset / model.hf_config");
+  EXPECT_EQ(Line(ParseError("")),
+            "model.num_layers is required; allowed: a positive integer, or "
+            "model.preset / model.hf_config");
 }
 
 TEST(JobParseTest, DuplicateFieldsAreErrors) {
@@ -357,10 +383,11 @@ TEST(JobParseTest, PeftShorthandAndUnsupportedMethod) {
   EXPECT_EQ(doc.job.peft->alpha, 32);
   EXPECT_THAT(doc.job.peft->target_modules,
               ElementsAre("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"));
-  EXPECT_EQ(Line(ParseError("peft: {_target_: megatron.bridge.peft.canonical_lora.CanonicalLoRA}\n")),
-            "peft._target_ = 'megatron.bridge.peft.canonical_lora.CanonicalLoRA' is not a "
-            "supported PEFT method; allowed: lora, dora (or Bridge's "
-            "megatron.bridge.peft.lora.LoRA, megatron.bridge.peft.dora.DoRA)");
+  EXPECT_EQ(
+      Line(ParseError("peft: {_target_: megatron.bridge.peft.canonical_lora.CanonicalLoRA}\n")),
+      "peft._target_ = 'megatron.bridge.peft.canonical_lora.CanonicalLoRA' is not a "
+      "supported PEFT method; allowed: lora, dora (or Bridge's "
+      "megatron.bridge.peft.lora.LoRA, megatron.bridge.peft.dora.DoRA)");
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ ParseOptions InMemory(std::map<std::string, std::string> files, std::string base
 std::string Line(const Error& e) { return e.hint.empty() ? e.message : e.message + "; " + e.hint; }
 
 TEST(JobPresetTest, PresetGivesTheArchitecture) {
-  auto doc = ParseJobText("model: {preset: llama3-70b}\ndataset: {seq_length: 4096}\n");
+  auto doc = ParseJobText(
+      "model: {preset: llama3-70b}\ndataset: {seq_length: 4096}\nmixed_precision: bf16_mixed\n");
   ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
   const ModelConfig& m = doc->job.model;
   EXPECT_EQ(m.preset, "llama3-70b");
@@ -61,7 +62,7 @@ TEST(JobPresetTest, ExplicitFieldsOverrideThePreset) {
 }
 
 TEST(JobPresetTest, PresetSeqLengthIsFlagged) {
-  auto doc = ParseJobText("model: {preset: llama3-70b}\n");
+  auto doc = ParseJobText("model: {preset: llama3-70b}\nmixed_precision: bf16_mixed\n");
   ASSERT_TRUE(doc.has_value());
   EXPECT_EQ(doc->job.model.seq_length, 8192);
   EXPECT_THAT(doc->warnings,
@@ -72,7 +73,8 @@ TEST(JobPresetTest, PresetSeqLengthIsFlagged) {
 
 TEST(JobPresetTest, EveryPresetParsesWithoutWarnings) {
   for (const std::string& name : ModelPresetNames()) {
-    auto doc = ParseJobText("model: {preset: " + name + "}\ndataset: {seq_length: 4096}\n");
+    auto doc = ParseJobText("model: {preset: " + name +
+                            "}\ndataset: {seq_length: 4096}\nmixed_precision: bf16_mixed\n");
     ASSERT_TRUE(doc.has_value()) << name << ": " << doc.error().Describe();
     EXPECT_THAT(doc->warnings, IsEmpty()) << name;
     EXPECT_THAT(doc->ignored_fields, IsEmpty()) << name;
@@ -115,8 +117,9 @@ TEST(JobHfConfigTest, MissingFileAndBadJson) {
 TEST(JobHfConfigTest, PresetAndHfConfigTogetherIsAnError) {
   auto doc = ParseJobText("model: {preset: llama3-8b, hf_config: c.json}\n", InMemory({}));
   ASSERT_FALSE(doc.has_value());
-  EXPECT_EQ(Line(doc.error()), "model.preset and model.hf_config are both given; allowed: one of "
-                               "them (explicit model fields override either)");
+  EXPECT_EQ(Line(doc.error()),
+            "model.preset and model.hf_config are both given; allowed: one of "
+            "them (explicit model fields override either)");
 }
 
 }  // namespace

@@ -64,13 +64,14 @@ TEST(SynthTest, OneLayerForwardByHand) {
       "alloc bwd.fc1_in_gather 64", "alloc bwd.fc1_dgrad 64",  // the MLP working set, all live
       "free bwd.grad_gather", "free bwd.grad_fc2_in", "free bwd.grad_fc1_out", "free bwd.fc1_in_gather",
       "free act.ln2_output", "free act.mlp_fc1_out", "free act.mlp_fc2_in",
-      "free bwd.fc1_dgrad", "alloc bwd.grad_residual 64",
+      "alloc bwd.grad_residual 64", "free bwd.fc1_dgrad",
       "free act.ln2_input", "free bwd.grad_final_norm",
       "alloc bwd.grad_gather 64", "alloc bwd.grad_attn_out 64", "free bwd.grad_gather", "free act.attn_out",
       "alloc bwd.grad_qkv 192", "free bwd.grad_attn_out",
       "free act.attn_softmax_stats", "free act.attn_qkv", "free act.attn_q", "free act.attn_k",
       "alloc bwd.ln1_gather 64", "alloc bwd.qkv_dgrad 64", "free bwd.grad_qkv", "free bwd.ln1_gather",
-      "free act.ln1_output", "alloc bwd.grad_input 64", "free bwd.grad_residual", "free embedding.output",
+      "free act.ln1_output", "alloc bwd.grad_input 64", "free bwd.qkv_dgrad", "free bwd.grad_residual",
+      "free embedding.output",
   };
   EXPECT_EQ(Lines(rec, Phase::kBackward, 0, 0), backward);
   EXPECT_TRUE(rec.errors.empty()) << rec.errors.front();
@@ -149,7 +150,9 @@ TEST(SynthTest, InvariantsFullRecompute) {
 }
 
 TEST(SynthTest, RejectsZeroIterations) {
-  auto synth = TraceSynthesizer::Create(TinyJob(), {.iterations = 0});
+  SynthOptions options;
+  options.iterations = 0;
+  auto synth = TraceSynthesizer::Create(TinyJob(), options);
   ASSERT_FALSE(synth);
   EXPECT_EQ(synth.error().Describe(), "iterations: must be at least 1, got 0");
 }
