@@ -3,7 +3,6 @@
 #include "accurate.h"
 
 #include <algorithm>
-#include <cctype>
 #include <string>
 
 #include "activations.h"
@@ -39,11 +38,10 @@ Status CheckSupported(const model::Job& job) {
 
 // TE is_non_tn_fp8_gemm_supported(): compute capability >= 10 (Blackwell). memtune
 // decides by the catalog name; unknown GPUs are treated as Hopper (transposes kept).
-bool NeedsFp8Transpose(const std::string& gpu_name) {
-  std::string n;
-  for (char ch : gpu_name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+// Catalog names are lower case.
+bool NeedsFp8Transpose(const std::string& catalog_name) {
   for (const char* blackwell : {"b100", "b200", "b300", "gb200", "gb300", "rtx-pro-6000"}) {
-    if (n.find(blackwell) != std::string::npos) return false;
+    if (catalog_name.find(blackwell) != std::string::npos) return false;
   }
   return true;
 }
@@ -56,10 +54,18 @@ struct GpuFacts {
 Result<GpuFacts> LookUpGpu(const model::Job& job) {
   GpuFacts facts;
   if (!job.memtune.gpu.empty()) {
-    MEMTUNE_TRY(auto spec, model::FindGpu(job.memtune.gpu));
-    facts.capacity_bytes = spec.total_memory_bytes;
-    facts.context_bytes = spec.cuda_context_bytes;
-    facts.fp8_transpose = NeedsFp8Transpose(spec.name);
+    const model::GpuSpec* found = nullptr;
+    for (const auto& spec : model::AllGpus()) {  // exact catalog name: no copy, no folding
+      if (spec.name == job.memtune.gpu) found = &spec;
+    }
+    model::GpuSpec looked_up;
+    if (found == nullptr) {  // aliases, case and punctuation folding
+      MEMTUNE_TRY(looked_up, model::FindGpu(job.memtune.gpu));
+      found = &looked_up;
+    }
+    facts.capacity_bytes = found->total_memory_bytes;
+    facts.context_bytes = found->cuda_context_bytes;
+    facts.fp8_transpose = NeedsFp8Transpose(found->name);
   }
   if (job.memtune.gpu_memory_bytes) facts.capacity_bytes = *job.memtune.gpu_memory_bytes;
   return facts;

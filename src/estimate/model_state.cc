@@ -11,12 +11,6 @@ using model::ParamPlacement;
 using model::ParamTensor;
 using model::TpSplit;
 
-// Sums of one tensor list on one rank (TP / EP sharding applied).
-struct ListSums {
-  std::int64_t dense_hp = 0, dense_fp8 = 0, expert_hp = 0, expert_fp8 = 0, buffers = 0;
-  std::int64_t Total() const { return dense_hp + dense_fp8 + expert_hp + expert_fp8 + buffers; }
-};
-
 // Transformer Engine linear weights: the only tensors TE stores in fp8 with fp8 params
 // (MCore fp8_utils / TE module weights; embeddings, norms, router and output layer stay
 // in params_dtype).
@@ -100,12 +94,26 @@ bool IsBf16Layer(const model::ModelConfig& m, int layer) {
 ParamCatalog MakeParamCatalog(const model::Job& job) {
   const auto& m = job.model;
   const std::int64_t vocab = model::PaddedVocabSize(job);
+  const int tp = m.tensor_model_parallel_size, ep = m.expert_model_parallel_size;
+  const int etp = model::ExpertTensorParallelSize(job);
+  const bool fp8_params = !m.fp8.empty() && (m.fp8_param || m.fp8_param_gather);
   ParamCatalog c;
-  c.dense_layer = model::TransformerLayerParameters(m, false);
-  if (m.num_moe_experts.value_or(0) > 0) c.moe_layer = model::TransformerLayerParameters(m, true);
-  c.embedding = model::EmbeddingParameters(m, vocab);
-  c.output = model::OutputParameters(m, vocab);
-  if (m.mtp_num_layers.value_or(0) > 0) c.mtp_extra = model::MtpExtraParameters(m);
+  for (int moe = 0; moe < 2; ++moe) {
+    if (moe && m.num_moe_experts.value_or(0) <= 0) break;
+    const auto list = model::TransformerLayerParameters(m, moe == 1);
+    c.layer[moe][0] = SumList(list, tp, ep, etp, false);
+    c.layer[moe][1] = SumList(list, tp, ep, etp, fp8_params);
+    const ListSums linear = SumList(list, tp, ep, etp, true);
+    c.te_linear[moe] = linear.dense_fp8 + linear.expert_fp8;
+    c.lora[moe] = LoraElements(job, moe == 1);
+  }
+  const auto embedding = model::EmbeddingParameters(m, vocab);
+  c.embedding = SumList(embedding, tp, ep, etp, false);
+  if (!embedding.empty()) c.word_embedding = SumList({embedding.front()}, tp, ep, etp, false);
+  c.output = SumList(model::OutputParameters(m, vocab), tp, ep, etp, false);
+  if (m.mtp_num_layers.value_or(0) > 0) {
+    c.mtp_extra = SumList(model::MtpExtraParameters(m), tp, ep, etp, fp8_params);
+  }
   c.moe_pattern = model::MoeLayerPattern(m);
   return c;
 }
@@ -113,44 +121,28 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
                            const StageLayout& stage, int pp_size) {
   const auto& m = job.model;
-  const int tp = m.tensor_model_parallel_size, ep = m.expert_model_parallel_size;
-  const int etp = model::ExpertTensorParallelSize(job);
-  const bool fp8_params = !m.fp8.empty() && (m.fp8_param || m.fp8_param_gather);
   const bool frozen = job.peft.has_value();
-  // Per layer kind: [moe][fp8 layer].
-  ListSums kind[2][2];
-  std::int64_t te_linear[2] = {0, 0};
-  for (int moe = 0; moe < 2; ++moe) {
-    const auto& list = moe ? catalog.moe_layer : catalog.dense_layer;
-    kind[moe][0] = SumList(list, tp, ep, etp, false);
-    kind[moe][1] = SumList(list, tp, ep, etp, fp8_params);
-    te_linear[moe] = SumList(list, tp, ep, etp, true).dense_fp8 + SumList(list, tp, ep, etp, true).expert_fp8;
-  }
   RankParams r;
-  const std::int64_t lora[2] = {LoraElements(job, false), LoraElements(job, true)};
   auto add_layer = [&](int layer) {
     const bool moe = layer < static_cast<int>(catalog.moe_pattern.size()) && catalog.moe_pattern[layer];
     const bool fp8_layer = !IsBf16Layer(m, layer);
-    Add(r, kind[moe][fp8_layer ? 1 : 0], 1, frozen);
-    r.dense_hp += lora[moe];
-    if (!m.fp8.empty() && fp8_layer) r.te_linear += te_linear[moe];
-    r.largest_layer = std::max(r.largest_layer, kind[moe][0].Total());
+    Add(r, catalog.layer[moe][fp8_layer ? 1 : 0], 1, frozen);
+    r.dense_hp += catalog.lora[moe];
+    if (!m.fp8.empty() && fp8_layer) r.te_linear += catalog.te_linear[moe];
+    r.largest_layer = std::max(r.largest_layer, catalog.layer[moe][0].Total());
   };
   for (const auto& chunk : stage.chunks) {
     for (int i = 0; i < chunk.num_layers; ++i) add_layer(chunk.first_layer + i);
     for (int i = 0; i < chunk.num_mtp_layers; ++i) {
       add_layer(static_cast<int>(m.num_layers) + i);
-      Add(r, SumList(catalog.mtp_extra, tp, ep, etp, fp8_params), 1, frozen);
+      Add(r, catalog.mtp_extra, 1, frozen);
     }
-    if (chunk.has_embedding) Add(r, SumList(catalog.embedding, tp, ep, etp, false), 1, frozen);
+    if (chunk.has_embedding) Add(r, catalog.embedding, 1, frozen);
     if (chunk.has_output) {
-      Add(r, SumList(catalog.output, tp, ep, etp, false), 1, frozen);
+      Add(r, catalog.output, 1, frozen);
       // Tied embeddings with PP > 1: the last stage keeps its own copy of the word
       // embedding as the output weight (MCore LanguageModule.setup_embeddings_and_output_layer).
-      if (m.share_embeddings_and_output_weights && pp_size > 1) {
-        std::vector<ParamTensor> word(catalog.embedding.begin(), catalog.embedding.begin() + 1);
-        Add(r, SumList(word, tp, ep, etp, false), 1, frozen);
-      }
+      if (m.share_embeddings_and_output_weights && pp_size > 1) Add(r, catalog.word_embedding, 1, frozen);
     }
   }
   return r;

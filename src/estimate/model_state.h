@@ -23,10 +23,20 @@ struct RankParams {
   std::int64_t ExpertTrainable() const { return expert_hp + expert_fp8; }
 };
 
-// Per-layer-kind parameter lists, enumerated once per job.
+// Element sums of one tensor list on one rank (TP / EP sharding applied).
+struct ListSums {
+  std::int64_t dense_hp = 0, dense_fp8 = 0, expert_hp = 0, expert_fp8 = 0, buffers = 0;
+  std::int64_t Total() const { return dense_hp + dense_fp8 + expert_hp + expert_fp8 + buffers; }
+};
+
+// The job's parameter tensors (model/parameters.h), enumerated and summed per layer kind
+// once per job, so that each rank only multiplies by its layer counts.
 struct ParamCatalog {
-  std::vector<model::ParamTensor> dense_layer, moe_layer, embedding, output, mtp_extra;
-  std::vector<bool> moe_pattern;  // per global layer (MTP layers appended)
+  ListSums layer[2][2];            // [moe][stored fp8] per transformer layer
+  std::int64_t te_linear[2] = {};  // TE linear-weight elements per layer, [moe]
+  std::int64_t lora[2] = {};       // LoRA adapter elements per layer, [moe]
+  ListSums embedding, output, word_embedding, mtp_extra;
+  std::vector<bool> moe_pattern;   // per global layer (MTP layers appended)
 };
 
 ParamCatalog MakeParamCatalog(const model::Job& job);

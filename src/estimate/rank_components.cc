@@ -17,65 +17,76 @@ bool IsMoeLayer(const JobFacts& f, int layer) {
   return layer < static_cast<int>(f.params.moe_pattern.size()) && f.params.moe_pattern[layer];
 }
 
+int LayerIndex(const model::ModelConfig& m, const ModelChunk& chunk, int i) {
+  return i < chunk.num_layers ? chunk.first_layer + i
+                              : static_cast<int>(m.num_layers) + i - chunk.num_layers;
+}
+
 ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const ModelChunk& chunk) {
   const auto& m = job.model;
   ChunkActivations out;
   const int n = chunk.num_layers + chunk.num_mtp_layers;
   const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
   const int per_unit = std::max(1, m.recompute_num_layers.value_or(1));
-  const bool offload = m.cpu_offloading && m.cpu_offloading_activations;
+  const bool offload = m.cpu_offloading && m.cpu_offloading_activations && m.cpu_offloading_num_layers > 0;
+  // Layers of each kind ([moe][fp8]) in this chunk; the hot path multiplies per-kind sums.
+  int count[2][2] = {};
   std::int64_t largest_layer = 0;
   for (int i = 0; i < n; ++i) {
-    const int layer = i < chunk.num_layers ? chunk.first_layer + i : static_cast<int>(m.num_layers) + i - chunk.num_layers;
+    const int layer = LayerIndex(m, chunk, i);
     const int moe = IsMoeLayer(f, layer) ? 1 : 0, fp8 = IsBf16Layer(m, layer) ? 0 : 1;
-    const ActBytes& a = f.layer[moe][fp8];
-    const std::int64_t layer_bytes = SumBytes(a);
-    largest_layer = std::max(largest_layer, layer_bytes);
-    out.transient = std::max(out.transient, f.workspace[moe][fp8]);
     // recompute.py: uniform checkpoints groups of N layers (only each group's input is
     // kept); block checkpoints the first N layers of the chunk one by one.
-    if (full && m.recompute_method == model::RecomputeMethod::kUniform) {
-      if (i % per_unit == 0) out.bytes[kCheckpointInput] += f.checkpoint_input;
-      continue;
+    // cpu_offload.py: the first cpu_offloading_num_layers layers' activations go to host.
+    const bool checkpointed = full && (m.recompute_method == model::RecomputeMethod::kUniform || i < per_unit);
+    if (checkpointed) {
+      const bool group_start = m.recompute_method != model::RecomputeMethod::kUniform || i % per_unit == 0;
+      if (group_start) out.bytes[kCheckpointInput] += f.checkpoint_input;
+    } else if (!(offload && i < m.cpu_offloading_num_layers)) {
+      ++count[moe][fp8];
     }
-    if (full && m.recompute_method == model::RecomputeMethod::kBlock && i < per_unit) {
-      out.bytes[kCheckpointInput] += f.checkpoint_input;
-      continue;
-    }
-    // cpu_offload.py: the activations of the first cpu_offloading_num_layers layers go to
-    // host memory (one layer stays in flight, counted in the transient below).
-    if (offload && i < m.cpu_offloading_num_layers) continue;
-    for (int t = 0; t < kNumActTensors; ++t) out.bytes[t] += a[t];
+    largest_layer = std::max(largest_layer, f.layer_total[moe][fp8]);
+    out.transient = std::max(out.transient, f.workspace[moe][fp8]);
   }
-  if (full) {
+  for (int moe = 0; moe < 2; ++moe) {
+    for (int fp8 = 0; fp8 < 2; ++fp8) {
+      if (count[moe][fp8] == 0) continue;
+      for (int t = 0; t < kNumActTensors; ++t) out.bytes[t] += count[moe][fp8] * f.layer[moe][fp8][t];
+    }
+  }
+  if (full) {  // the backward re-materialises one checkpointed unit
     const int replayed = m.recompute_method == model::RecomputeMethod::kUniform ? std::min(per_unit, n) : 1;
     out.transient += replayed * largest_layer;
-  } else if (offload && m.cpu_offloading_num_layers > 0) {
+  } else if (offload) {  // one offloaded layer in flight
     out.transient += largest_layer;
   }
   return out;
 }
 
-void Push(RankEstimate& r, const char* name, std::int64_t bytes, ComponentKind kind,
-          const char* explanation, bool expert = false) {
-  if (bytes == 0) return;
-  r.components.push_back(Component{name, bytes, kind, expert, explanation});
-}
+// Set per rank by EstimateRank: whether components carry their explanation.
+struct Pusher {
+  RankEstimate& r;
+  bool explain;
+  void operator()(const char* name, std::int64_t bytes, ComponentKind kind, const char* explanation) const {
+    if (bytes == 0) return;
+    r.components.push_back(Component{name, bytes, kind, false, explain ? explanation : ""});
+  }
+};
 
-void PushModelState(RankEstimate& r, const ModelStateBytes& s) {
-  Push(r, "parameters", s.params_hp, ComponentKind::kParameters,
+void PushModelState(const Pusher& push, const ModelStateBytes& s) {
+  push("parameters", s.params_hp, ComponentKind::kParameters,
        "parameters in params_dtype (embeddings, norms, non-fp8 weights, frozen PEFT base)");
-  Push(r, "parameters.fp8", s.params_fp8, ComponentKind::kParameters,
+  push("parameters.fp8", s.params_fp8, ComponentKind::kParameters,
        "fp8 Transformer Engine linear weights (uint8 param buffer, fp8_param_gather)");
-  Push(r, "parameters.fp8_t", s.fp8_transpose, ComponentKind::kParameters,
+  push("parameters.fp8_t", s.fp8_transpose, ComponentKind::kParameters,
        "fp8 transposed copies (Hopper) or TE's cached fp8 weights when params are not fp8");
-  Push(r, "buffers", s.buffers, ComponentKind::kParameters, "persistent fp32 buffers (router expert bias)");
-  Push(r, "gradients", s.grads, ComponentKind::kGradients,
+  push("buffers", s.buffers, ComponentKind::kParameters, "persistent fp32 buffers (router expert bias)");
+  push("gradients", s.grads, ComponentKind::kGradients,
        "DDP gradient buffer of requires_grad parameters (fp32 if grad_reduce_in_fp32)");
-  Push(r, "optimizer.main", s.main_params, ComponentKind::kOptimizer,
+  push("optimizer.main", s.main_params, ComponentKind::kOptimizer,
        "fp32 master parameters (sharded by the distributed optimizer)");
-  Push(r, "optimizer.exp_avg", s.exp_avg, ComponentKind::kOptimizer, "Adam first moment");
-  Push(r, "optimizer.exp_avg_sq", s.exp_avg_sq, ComponentKind::kOptimizer, "Adam second moment");
+  push("optimizer.exp_avg", s.exp_avg, ComponentKind::kOptimizer, "Adam first moment");
+  push("optimizer.exp_avg_sq", s.exp_avg_sq, ComponentKind::kOptimizer, "Adam second moment");
 }
 
 }  // namespace
@@ -88,6 +99,7 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   for (int moe = 0; moe < 2; ++moe) {
     for (int fp8 = 0; fp8 < 2; ++fp8) {
       f.layer[moe][fp8] = LayerActivations(f.act, moe == 1, fp8 == 1);
+      f.layer_total[moe][fp8] = SumBytes(f.layer[moe][fp8]);
       f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1);
     }
   }
@@ -109,6 +121,7 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   f.num_microbatches = options.num_microbatches.value_or(model::NumMicrobatches(job));
   f.num_microbatches = std::max<std::int64_t>(1, f.num_microbatches);
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
+  f.with_explanations = options.with_explanations;
   return f;
 }
 
@@ -148,27 +161,28 @@ RankEstimate EstimateRank(const model::Job& job, const JobFacts& f, const StageL
   r.expert_bytes = state.expert;
   r.dense_bytes = model_state - state.expert;
   r.components.reserve(8 + kNumActTensors + 8);
-  PushModelState(r, state);
+  const Pusher push{r, f.with_explanations};
+  PushModelState(push, state);
   if (r.backward_peak_bytes >= r.step_peak_bytes) {
     r.peak_phase = "backward";
     r.activation_bytes = activations;
     r.transient_bytes = backward_transient;
     for (int t = 0; t < kNumActTensors; ++t) {
-      Push(r, ActTensorName(static_cast<ActTensor>(t)), held[t], ComponentKind::kActivations,
+      push(ActTensorName(static_cast<ActTensor>(t)), held[t], ComponentKind::kActivations,
            ActTensorExplanation(static_cast<ActTensor>(t)));
     }
-    Push(r, "act.embedding", embedding, ComponentKind::kActivations, "token ids (int64) and embedding dropout mask");
-    Push(r, "act.output", output_hidden, ComponentKind::kActivations, "final-norm input and output-layer input");
-    Push(r, "act.logits", logits, ComponentKind::kLogits,
+    push("act.embedding", embedding, ComponentKind::kActivations, "token ids (int64) and embedding dropout mask");
+    push("act.output", output_hidden, ComponentKind::kActivations, "final-norm input and output-layer input");
+    push("act.logits", logits, ComponentKind::kLogits,
          "logits kept for the loss backward (fp32 softmax unfused, bf16 fused)");
-    Push(r, "transient.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
+    push("transient.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
          "largest one-layer backward working set (gradients, gathered inputs, recompute replay) or logits gradient");
-    Push(r, "transient.fsdp", state.fsdp_gather, ComponentKind::kTransient,
+    push("transient.fsdp", state.fsdp_gather, ComponentKind::kTransient,
          "Megatron-FSDP unsharded parameters of the current and prefetched layer");
   } else {
     r.peak_phase = "optimizer step";
     r.transient_bytes = state.step_transient;
-    Push(r, "transient.step", state.step_transient, ComponentKind::kTransient,
+    push("transient.step", state.step_transient, ComponentKind::kTransient,
          "fp32 copies of the bf16 gradient shard made by the optimizer step");
   }
   r.allocated_bytes = std::max(r.backward_peak_bytes, r.step_peak_bytes);

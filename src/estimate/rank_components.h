@@ -16,6 +16,7 @@ struct JobFacts {
   ActContext act;
   ParamCatalog params;
   ActBytes layer[2][2] = {};            // [moe][fp8 layer]
+  std::int64_t layer_total[2][2] = {};  // SumBytes(layer[moe][fp8])
   std::int64_t workspace[2][2] = {};    // backward working set, [moe][fp8 layer]
   std::int64_t checkpoint_input = 0;    // full recompute: one unit's saved input
   std::int64_t embedding_per_mb = 0;    // token ids + embedding dropout mask
@@ -24,6 +25,7 @@ struct JobFacts {
   std::int64_t logits_transient = 0;    // bf16 logits / their gradient, one micro-batch
   std::int64_t num_microbatches = 1;
   int group_size = 1;                   // microbatch_group_size_per_vp_stage
+  bool with_explanations = true;        // EstimateOptions::with_explanations
 };
 
 JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options);

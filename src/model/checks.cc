@@ -1,9 +1,10 @@
 // CheckJob: runs the rule tables of checks_*.cc; shared formatting helpers.
+#include "memtune/model/checks.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 
-#include "memtune/model/checks.h"
 #include "model/checks_internal.h"
 
 namespace memtune::model {
@@ -20,9 +21,12 @@ std::span<const Rule> (*const kAreas[])() = {
 
 bool Applies(RuleScope scope, Framework framework) {
   switch (scope) {
-    case RuleScope::kAll: return true;
-    case RuleScope::kMegatron: return framework == Framework::kMegatron;
-    case RuleScope::kFsdp2: return framework == Framework::kFsdp2;
+    case RuleScope::kAll:
+      return true;
+    case RuleScope::kMegatron:
+      return framework == Framework::kMegatron;
+    case RuleScope::kFsdp2:
+      return framework == Framework::kFsdp2;
   }
   return true;
 }
@@ -115,9 +119,7 @@ std::string Dec(double value) {
 
 std::string Bool(bool value) { return value ? "true" : "false"; }
 
-std::string Opt(const std::optional<int>& value) {
-  return value ? std::to_string(*value) : "null";
-}
+std::string Opt(const std::optional<int>& value) { return value ? std::to_string(*value) : "null"; }
 
 std::string Opt(const std::optional<std::int64_t>& value) {
   return value ? std::to_string(*value) : "null";
@@ -138,8 +140,8 @@ Violation One(std::string path, std::string value, std::string message, std::str
 std::int64_t EffectiveWorldSize(const Job& job) {
   if (job.memtune.world_size > 0) return job.memtune.world_size;
   const auto& m = job.model;
-  return static_cast<std::int64_t>(m.tensor_model_parallel_size) *
-         m.pipeline_model_parallel_size * m.context_parallel_size;
+  return static_cast<std::int64_t>(m.tensor_model_parallel_size) * m.pipeline_model_parallel_size *
+         m.context_parallel_size;
 }
 
 bool SizesValid(const Job& job) {

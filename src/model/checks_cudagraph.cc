@@ -18,8 +18,7 @@ bool HasScope(const ModelConfig& m, std::string_view scope) {
 // The whole layer is captured: full_iteration, or a per-layer impl with an empty scope
 // (the deprecated "full" scope means the same).
 bool WholeLayer(const ModelConfig& m) {
-  return m.cuda_graph_impl == "full_iteration" || m.cuda_graph_scope.empty() ||
-         HasScope(m, "full");
+  return m.cuda_graph_impl == "full_iteration" || m.cuda_graph_scope.empty() || HasScope(m, "full");
 }
 bool AllMoe(const ModelConfig& m) {
   if (m.moe_layer_freq_is_list) {
@@ -46,7 +45,7 @@ Violations ImplValid(const Job& job) {
 
 // MCore cuda_graphs.py normalize_cuda_graph_modules (CudaGraphModule names).
 Violations ScopeValid(const Job& job) {
-  static const std::vector<std::string> kAllowed = {"attn", "mlp", "moe", "moe_router",
+  static const std::vector<std::string> kAllowed = {"attn",           "mlp",   "moe", "moe_router",
                                                     "moe_preprocess", "mamba", "full"};
   std::vector<std::string> invalid;
   for (const std::string& s : job.model.cuda_graph_scope) {
@@ -54,8 +53,7 @@ Violations ScopeValid(const Job& job) {
   }
   if (invalid.empty()) return {};
   return {One(kScope, List(job.model.cuda_graph_scope),
-              "unknown cuda_graph_scope entries " + List(invalid) + "; allowed: " +
-                  List(kAllowed),
+              "unknown cuda_graph_scope entries " + List(invalid) + "; allowed: " + List(kAllowed),
               "remove " + List(invalid) + " from cuda_graph_scope")};
 }
 
@@ -106,8 +104,7 @@ Violations MoeScopes(const Job& job) {
                             "remove mlp from cuda_graph_scope (use moe_router)"});
   }
   if (moe && HasScope(m, "moe") && !m.moe_expert_capacity_factor) {
-    out.push_back(Violation{ImplScope(m),
-                            "moe cuda graph is only supported with drop-padding MoE",
+    out.push_back(Violation{ImplScope(m), "moe cuda graph is only supported with drop-padding MoE",
                             "set moe_expert_capacity_factor with padding to capacity, or use "
                             "the moe_router scope"});
   }
@@ -137,8 +134,7 @@ Violations DropoutRecompute(const Job& job) {
     Fields f = ImplScope(m);
     f.emplace_back("model.hidden_dropout", Dec(m.hidden_dropout));
     f.emplace_back("model.recompute_modules", List(m.recompute_modules));
-    out.push_back(Violation{f,
-                            "hidden dropout is not supported with graphed MLP/MoE recomputation",
+    out.push_back(Violation{f, "hidden dropout is not supported with graphed MLP/MoE recomputation",
                             "set hidden_dropout: 0, or remove mlp/moe from recompute_modules"});
   }
   return out;
@@ -209,24 +205,24 @@ Violations GraphRegister(const Job& job, bool required) {
   const std::string var = ExpandableVar(job);
   if (!Graphs(m) || var.empty() || GraphRegisterOff(job)) return {};
   if (GraphRegisterRequired(job) != required) return {};
-  return {Violation{{{kImpl, m.cuda_graph_impl},
-                     {"memtune.env." + var, job.memtune.env.at(var)},
-                     {"memtune.env.NCCL_GRAPH_REGISTER",
-                      job.memtune.env.count("NCCL_GRAPH_REGISTER")
-                          ? job.memtune.env.at("NCCL_GRAPH_REGISTER")
-                          : "(unset)"},
-                     {"memtune.gpu", job.memtune.gpu.empty() ? "(unset)" : job.memtune.gpu}},
-                    "Setting NCCL_GRAPH_REGISTER=0 to avoid illegal memory access when using "
-                    "CUDA Graph with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-                    "add NCCL_GRAPH_REGISTER: \"0\" to memtune.env (and the launch environment)"}};
+  return {
+      Violation{{{kImpl, m.cuda_graph_impl},
+                 {"memtune.env." + var, job.memtune.env.at(var)},
+                 {"memtune.env.NCCL_GRAPH_REGISTER", job.memtune.env.count("NCCL_GRAPH_REGISTER")
+                                                         ? job.memtune.env.at("NCCL_GRAPH_REGISTER")
+                                                         : "(unset)"},
+                 {"memtune.gpu", job.memtune.gpu.empty() ? "(unset)" : job.memtune.gpu}},
+                "Setting NCCL_GRAPH_REGISTER=0 to avoid illegal memory access when using "
+                "CUDA Graph with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                "add NCCL_GRAPH_REGISTER: \"0\" to memtune.env (and the launch environment)"}};
 }
 Violations GraphRegisterRequiredRule(const Job& job) { return GraphRegister(job, true); }
 Violations GraphRegisterAdvisedRule(const Job& job) { return GraphRegister(job, false); }
 
 constexpr Rule kRules[] = {
     {{"cudagraph.impl-valid", Severity::kError, RuleScope::kMegatron,
-      "cuda_graph_impl is none | local | transformer_engine | full_iteration",
-      "use a known impl", kMcoreTransformer},
+      "cuda_graph_impl is none | local | transformer_engine | full_iteration", "use a known impl",
+      kMcoreTransformer},
      ImplValid},
     {{"cudagraph.scope-valid", Severity::kError, RuleScope::kMegatron,
       "cuda_graph_scope entries are attn | mlp | moe | moe_router | moe_preprocess | mamba",

@@ -37,12 +37,13 @@ Violations DistOptInstances(const Job& job) {
   const std::int64_t dp_cp =
       static_cast<std::int64_t>(DataParallelSize(job)) * job.model.context_parallel_size;
   if (instances >= 1 && dp_cp % instances == 0) return {};
-  return {Violation{{{"ddp.num_distributed_optimizer_instances", Str(instances)},
-                     {"memtune.world_size", Str(EffectiveWorldSize(job))}},
-                    "Data parallel size should be divisible by partial DistOpt shard factor: "
-                    "DP*CP = " + Str(dp_cp) + ", instances = " + Str(instances),
-                    "set num_distributed_optimizer_instances to one of: " +
-                        Divisors(dp_cp, 1, dp_cp)}};
+  return {
+      Violation{{{"ddp.num_distributed_optimizer_instances", Str(instances)},
+                 {"memtune.world_size", Str(EffectiveWorldSize(job))}},
+                "Data parallel size should be divisible by partial DistOpt shard factor: "
+                "DP*CP = " +
+                    Str(dp_cp) + ", instances = " + Str(instances),
+                "set num_distributed_optimizer_instances to one of: " + Divisors(dp_cp, 1, dp_cp)}};
 }
 
 // torchtitan ParallelDims._validate: dp_replicate * dp_shard * cp * tp * pp == world.
@@ -59,20 +60,19 @@ Violations ShardDegree(const Job& job) {
   }
   const std::int64_t grid = (shard == 0 ? 1 : shard) * model;
   if (world % grid == 0) return {};
-  return {Violation{{{kShard, Str(shard)},
-                     {"memtune.world_size", Str(world)},
-                     {"model.tensor_model_parallel_size", Str(m.tensor_model_parallel_size)},
-                     {"model.pipeline_model_parallel_size", Str(m.pipeline_model_parallel_size)},
-                     {"model.context_parallel_size", Str(m.context_parallel_size)}},
-                    "Invalid parallel dims: dp_shard(" + Str(shard) + ") * cp(" +
-                        Str(m.context_parallel_size) + ") * tp(" +
-                        Str(m.tensor_model_parallel_size) + ") * pp(" +
-                        Str(m.pipeline_model_parallel_size) + ") = " + Str(grid) +
-                        " does not divide WORLD_SIZE(" + Str(world) +
-                        "), so dp_replicate is not an integer",
-                    "set memtune.fsdp2.shard_degree to a divisor of " +
-                        (world % model == 0 ? Str(world / model) : std::string("world/(TP*PP*CP)")) +
-                        " (0 = all of it)"}};
+  return {Violation{
+      {{kShard, Str(shard)},
+       {"memtune.world_size", Str(world)},
+       {"model.tensor_model_parallel_size", Str(m.tensor_model_parallel_size)},
+       {"model.pipeline_model_parallel_size", Str(m.pipeline_model_parallel_size)},
+       {"model.context_parallel_size", Str(m.context_parallel_size)}},
+      "Invalid parallel dims: dp_shard(" + Str(shard) + ") * cp(" + Str(m.context_parallel_size) +
+          ") * tp(" + Str(m.tensor_model_parallel_size) + ") * pp(" +
+          Str(m.pipeline_model_parallel_size) + ") = " + Str(grid) +
+          " does not divide WORLD_SIZE(" + Str(world) + "), so dp_replicate is not an integer",
+      "set memtune.fsdp2.shard_degree to a divisor of " +
+          (world % model == 0 ? Str(world / model) : std::string("world/(TP*PP*CP)")) +
+          " (0 = all of it)"}};
 }
 
 Violations ActivationCheckpoint(const Job& job) {
@@ -89,9 +89,9 @@ Violations MegatronLeversIgnored(const Job& job) {
   const auto& m = job.model;
   Fields fields;
   if (m.recompute_granularity != RecomputeGranularity::kNone) {
-    fields.emplace_back("model.recompute_granularity",
-                        m.recompute_granularity == RecomputeGranularity::kFull ? "full"
-                                                                               : "selective");
+    fields.emplace_back(
+        "model.recompute_granularity",
+        m.recompute_granularity == RecomputeGranularity::kFull ? "full" : "selective");
   }
   if (m.cpu_offloading) fields.emplace_back("model.cpu_offloading", "true");
   if (m.fine_grained_activation_offloading) {
@@ -104,8 +104,7 @@ Violations MegatronLeversIgnored(const Job& job) {
   if (m.cuda_graph_impl != "none") fields.emplace_back("model.cuda_graph_impl", m.cuda_graph_impl);
   if (job.ddp.use_megatron_fsdp) fields.emplace_back("ddp.use_megatron_fsdp", "true");
   if (fields.empty()) return {};
-  return {Violation{fields,
-                    "framework fsdp2 ignores these Megatron settings",
+  return {Violation{fields, "framework fsdp2 ignores these Megatron settings",
                     "use memtune.fsdp2 (activation_checkpoint, reshard_after_forward, ...) or "
                     "framework: megatron"}};
 }
@@ -128,8 +127,8 @@ constexpr Rule kRules[] = {
       "choose a shard_degree dividing world/(TP*PP*CP)", "torchtitan ParallelDims._validate"},
      ShardDegree},
     {{"fsdp.activation-checkpoint", Severity::kError, RuleScope::kFsdp2,
-      "activation_checkpoint is none | selective_op | selective_layer | full",
-      "use a listed mode", "torchtitan ActivationCheckpoint config"},
+      "activation_checkpoint is none | selective_op | selective_layer | full", "use a listed mode",
+      "torchtitan ActivationCheckpoint config"},
      ActivationCheckpoint},
     {{"fsdp.megatron-levers-ignored", Severity::kWarning, RuleScope::kFsdp2,
       "Megatron recompute/offload/VPP/CUDA-graph/Megatron-FSDP fields do not apply to FSDP2",

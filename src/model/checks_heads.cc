@@ -8,12 +8,12 @@ Violations TpDividesHeads(const Job& job) {
   const auto& m = job.model;
   const int tp = m.tensor_model_parallel_size;
   if (tp < 1 || m.num_attention_heads < 1 || m.num_attention_heads % tp == 0) return {};
-  return {Violation{{{"model.num_attention_heads", Str(m.num_attention_heads)},
-                     {"model.tensor_model_parallel_size", Str(tp)}},
-                    "num_attention_heads (" + Str(m.num_attention_heads) +
-                        ") must be a multiple of tensor_model_parallel_size (" + Str(tp) + ")",
-                    "set tensor_model_parallel_size to one of: " +
-                        Divisors(m.num_attention_heads, 1, 64)}};
+  return {Violation{
+      {{"model.num_attention_heads", Str(m.num_attention_heads)},
+       {"model.tensor_model_parallel_size", Str(tp)}},
+      "num_attention_heads (" + Str(m.num_attention_heads) +
+          ") must be a multiple of tensor_model_parallel_size (" + Str(tp) + ")",
+      "set tensor_model_parallel_size to one of: " + Divisors(m.num_attention_heads, 1, 64)}};
 }
 
 Violations QueryGroupsVsTp(const Job& job) {
@@ -22,13 +22,12 @@ Violations QueryGroupsVsTp(const Job& job) {
   const std::int64_t g = m.num_query_groups;
   if (tp < 1 || g < 1 || m.multi_latent_attention) return {};
   if (g % tp == 0 || tp % g == 0) return {};
-  return {Violation{{{"model.num_query_groups", Str(g)},
-                     {"model.tensor_model_parallel_size", Str(tp)}},
-                    "num_query_groups (" + Str(g) +
-                        ") must be a multiple or divisor of tensor_model_parallel_size (" +
-                        Str(tp) + ")",
-                    "set tensor_model_parallel_size to a divisor or a multiple of " + Str(g) +
-                        " (e.g. " + Divisors(g, 1, 64) + ", " + Str(2 * g) + ")"}};
+  return {Violation{
+      {{"model.num_query_groups", Str(g)}, {"model.tensor_model_parallel_size", Str(tp)}},
+      "num_query_groups (" + Str(g) +
+          ") must be a multiple or divisor of tensor_model_parallel_size (" + Str(tp) + ")",
+      "set tensor_model_parallel_size to a divisor or a multiple of " + Str(g) + " (e.g. " +
+          Divisors(g, 1, 64) + ", " + Str(2 * g) + ")"}};
 }
 
 // MCore Attention.__init__: divide(num_attention_heads, num_query_groups) when the groups
@@ -60,13 +59,13 @@ Violations TpDividesVocab(const Job& job) {
                     Str(vocab) + " is not divisible by " + Str(tp) +
                         " (vocabulary size by tensor_model_parallel_size)",
                     "set should_pad_vocab: true (pads to a multiple of "
-                    "make_vocab_size_divisible_by*TP), or a TP that divides " + Str(vocab)}};
+                    "make_vocab_size_divisible_by*TP), or a TP that divides " +
+                        Str(vocab)}};
 }
 
 constexpr Rule kRules[] = {
-    {{"heads.tp-divides-heads", Severity::kError, RuleScope::kAll,
-      "num_attention_heads % TP == 0", "choose a TP that divides the head count",
-      kMcoreTransformer},
+    {{"heads.tp-divides-heads", Severity::kError, RuleScope::kAll, "num_attention_heads % TP == 0",
+      "choose a TP that divides the head count", kMcoreTransformer},
      TpDividesHeads},
     {{"heads.query-groups-tp", Severity::kError, RuleScope::kAll,
       "num_query_groups is a multiple or a divisor of TP",

@@ -56,7 +56,7 @@ std::string Str(std::int64_t value);
 inline std::string Str(int value) { return Str(static_cast<std::int64_t>(value)); }
 std::string Dec(double value);  // shortest form: 0.1, 1, 0.25
 std::string Bool(bool value);
-std::string Opt(const std::optional<int>& value);        // "null" when empty
+std::string Opt(const std::optional<int>& value);  // "null" when empty
 std::string Opt(const std::optional<std::int64_t>& value);
 std::string List(const std::vector<std::string>& items);  // "[a, b]"
 std::string Quoted(std::string_view text);                // "\"text\"" ("\"\"" when empty)

@@ -10,8 +10,8 @@ Violations PositiveSizes(const Job& job) {
   Violations out;
   auto need = [&](const char* path, std::int64_t value, std::int64_t min) {
     if (value >= min) return;
-    out.push_back(One(path, Str(value), std::string(path) + " = " + Str(value) +
-                                            " must be >= " + Str(min),
+    out.push_back(One(path, Str(value),
+                      std::string(path) + " = " + Str(value) + " must be >= " + Str(min),
                       std::string("set ") + path + " to a value >= " + Str(min)));
   };
   need("model.tensor_model_parallel_size", m.tensor_model_parallel_size, 1);
@@ -46,17 +46,17 @@ Violations WorldSize(const Job& job) {
   const std::int64_t world = job.memtune.world_size;
   if (world % model == 0) return {};
   const std::int64_t lower = world / model * model;
-  return {Violation{
-      {{"memtune.world_size", Str(world)},
-       {"model.tensor_model_parallel_size", Str(m.tensor_model_parallel_size)},
-       {"model.pipeline_model_parallel_size", Str(m.pipeline_model_parallel_size)},
-       {"model.context_parallel_size", Str(m.context_parallel_size)}},
-      "world size (" + Str(world) + ") is not divisible by TP*PP*CP = " +
-          Str(m.tensor_model_parallel_size) + "*" + Str(m.pipeline_model_parallel_size) + "*" +
-          Str(m.context_parallel_size) + " = " + Str(model),
-      "set memtune.world_size to a multiple of " + Str(model) + " (" +
-          (lower > 0 ? Str(lower) + " or " : "") + Str(lower + model) +
-          "), or change TP, PP or CP so that their product divides " + Str(world)}};
+  return {Violation{{{"memtune.world_size", Str(world)},
+                     {"model.tensor_model_parallel_size", Str(m.tensor_model_parallel_size)},
+                     {"model.pipeline_model_parallel_size", Str(m.pipeline_model_parallel_size)},
+                     {"model.context_parallel_size", Str(m.context_parallel_size)}},
+                    "world size (" + Str(world) +
+                        ") is not divisible by TP*PP*CP = " + Str(m.tensor_model_parallel_size) +
+                        "*" + Str(m.pipeline_model_parallel_size) + "*" +
+                        Str(m.context_parallel_size) + " = " + Str(model),
+                    "set memtune.world_size to a multiple of " + Str(model) + " (" +
+                        (lower > 0 ? Str(lower) + " or " : "") + Str(lower + model) +
+                        "), or change TP, PP or CP so that their product divides " + Str(world)}};
 }
 
 // MCore num_microbatches_calculator.py, ConstantNumMicroBatchesCalculator.
@@ -86,11 +86,11 @@ Violations GlobalBatch(const Job& job) {
 Violations SequenceParallelNeedsTp(const Job& job) {
   const auto& m = job.model;
   if (!m.sequence_parallel || m.tensor_model_parallel_size != 1) return {};
-  return {Violation{{{"model.sequence_parallel", "true"},
-                     {"model.tensor_model_parallel_size", "1"}},
-                    "Cannot use sequence parallelism without tensor parallelism (Megatron-LM's "
-                    "arguments.py instead turns sequence_parallel off with a warning)",
-                    "set sequence_parallel: false, or tensor_model_parallel_size > 1"}};
+  return {
+      Violation{{{"model.sequence_parallel", "true"}, {"model.tensor_model_parallel_size", "1"}},
+                "Cannot use sequence parallelism without tensor parallelism (Megatron-LM's "
+                "arguments.py instead turns sequence_parallel off with a warning)",
+                "set sequence_parallel: false, or tensor_model_parallel_size > 1"}};
 }
 
 Violations ExpertTensorNeedsSp(const Job& job) {
@@ -122,13 +122,13 @@ Violations ContextParallelSeqLength(const Job& job) {
   if (m.context_parallel_size <= 1 || m.seq_length <= 0) return {};
   const std::int64_t multiple = 2 * static_cast<std::int64_t>(m.context_parallel_size);
   if (m.seq_length % multiple == 0) return {};
-  return {Violation{{{"model.seq_length", Str(m.seq_length)},
-                     {"model.context_parallel_size", Str(m.context_parallel_size)}},
-                    "Sequence length must be divisible by 2 * context parallel size if context "
-                    "parallel is used: " + Str(m.seq_length) + " % " + Str(multiple) + " = " +
-                        Str(m.seq_length % multiple),
-                    "set seq_length to a multiple of " + Str(multiple) +
-                        ", or change context_parallel_size"}};
+  return {Violation{
+      {{"model.seq_length", Str(m.seq_length)},
+       {"model.context_parallel_size", Str(m.context_parallel_size)}},
+      "Sequence length must be divisible by 2 * context parallel size if context "
+      "parallel is used: " +
+          Str(m.seq_length) + " % " + Str(multiple) + " = " + Str(m.seq_length % multiple),
+      "set seq_length to a multiple of " + Str(multiple) + ", or change context_parallel_size"}};
 }
 
 constexpr Rule kRules[] = {
@@ -142,16 +142,14 @@ constexpr Rule kRules[] = {
      WorldSize},
     {{"layout.global-batch", Severity::kError, RuleScope::kAll,
       "global_batch_size % (micro_batch_size * DP) == 0",
-      "set global_batch_size to a multiple of MBS*DP",
-      "MCore num_microbatches_calculator"},
+      "set global_batch_size to a multiple of MBS*DP", "MCore num_microbatches_calculator"},
      GlobalBatch},
     {{"layout.sp-needs-tp", Severity::kError, RuleScope::kMegatron,
       "sequence_parallel requires tensor_model_parallel_size > 1",
       "sequence_parallel: false, or TP > 1", kMcoreParallel},
      SequenceParallelNeedsTp},
     {{"layout.ep-tp-needs-sp", Severity::kWarning, RuleScope::kMegatron,
-      "EP > 1 with TP > 1 should use sequence_parallel", "sequence_parallel: true",
-      kMcoreParallel},
+      "EP > 1 with TP > 1 should use sequence_parallel", "sequence_parallel: true", kMcoreParallel},
      ExpertTensorNeedsSp},
     {{"layout.tp-comm-overlap-needs-sp", Severity::kError, RuleScope::kMegatron,
       "tp_comm_overlap requires sequence_parallel", "sequence_parallel: true", kMlmArgs},

@@ -22,8 +22,10 @@ Violations EpNeedsExperts(const Job& job) {
 Violations ExpertsPositive(const Job& job) {
   const auto& m = job.model;
   if (!m.num_moe_experts || *m.num_moe_experts > 0) return {};
-  return {One(kExperts, Str(*m.num_moe_experts), "num_moe_experts must be non-negative (and "
-              "non-zero): it is " + Str(*m.num_moe_experts),
+  return {One(kExperts, Str(*m.num_moe_experts),
+              "num_moe_experts must be non-negative (and "
+              "non-zero): it is " +
+                  Str(*m.num_moe_experts),
               "set num_moe_experts to the expert count, or null for a dense model")};
 }
 
@@ -33,12 +35,11 @@ Violations ExpertsDivisibleByEp(const Job& job) {
   const int ep = m.expert_model_parallel_size;
   if (!m.num_moe_experts || *m.num_moe_experts <= 0 || ep < 1) return {};
   if (*m.num_moe_experts % ep == 0) return {};
-  return {Violation{{{kExperts, Str(*m.num_moe_experts)}, {kEp, Str(ep)}},
-                    "Number of experts should be a multiple of expert model parallel_size: " +
-                        Str(*m.num_moe_experts) + " % " + Str(ep) + " = " +
-                        Str(*m.num_moe_experts % ep),
-                    "set expert_model_parallel_size to one of: " +
-                        Divisors(*m.num_moe_experts, 1, 256)}};
+  return {Violation{
+      {{kExperts, Str(*m.num_moe_experts)}, {kEp, Str(ep)}},
+      "Number of experts should be a multiple of expert model parallel_size: " +
+          Str(*m.num_moe_experts) + " % " + Str(ep) + " = " + Str(*m.num_moe_experts % ep),
+      "set expert_model_parallel_size to one of: " + Divisors(*m.num_moe_experts, 1, 256)}};
 }
 
 // MCore parallel_state.initialize_model_parallel: the expert grid ETP*EP*PP must divide the
@@ -51,18 +52,19 @@ Violations ExpertLayout(const Job& job) {
   const std::int64_t grid = etp * m.expert_model_parallel_size * m.pipeline_model_parallel_size;
   const std::int64_t world = EffectiveWorldSize(job);
   if (world % grid == 0) return {};
-  return {Violation{{{"memtune.world_size", Str(world)},
-                     {kEp, Str(m.expert_model_parallel_size)},
-                     {"model.expert_tensor_parallel_size", Str(etp)},
-                     {"model.pipeline_model_parallel_size", Str(m.pipeline_model_parallel_size)}},
-                    "world_size (" + Str(world) +
-                        ") is not divisible by expert_tensor_model_pipeline_parallel size "
-                        "(ETP*EP*PP = " + Str(etp) + "*" + Str(m.expert_model_parallel_size) +
-                        "*" + Str(m.pipeline_model_parallel_size) + " = " + Str(grid) + ")",
-                    "choose EP*ETP dividing world_size/PP = " +
-                        (world % m.pipeline_model_parallel_size == 0
-                             ? Str(world / m.pipeline_model_parallel_size)
-                             : std::string("(not an integer)"))}};
+  return {Violation{
+      {{"memtune.world_size", Str(world)},
+       {kEp, Str(m.expert_model_parallel_size)},
+       {"model.expert_tensor_parallel_size", Str(etp)},
+       {"model.pipeline_model_parallel_size", Str(m.pipeline_model_parallel_size)}},
+      "world_size (" + Str(world) +
+          ") is not divisible by expert_tensor_model_pipeline_parallel size "
+          "(ETP*EP*PP = " +
+          Str(etp) + "*" + Str(m.expert_model_parallel_size) + "*" +
+          Str(m.pipeline_model_parallel_size) + " = " + Str(grid) + ")",
+      "choose EP*ETP dividing world_size/PP = " + (world % m.pipeline_model_parallel_size == 0
+                                                       ? Str(world / m.pipeline_model_parallel_size)
+                                                       : std::string("(not an integer)"))}};
 }
 
 Violations FfnWithoutExperts(const Job& job) {
@@ -73,8 +75,7 @@ Violations FfnWithoutExperts(const Job& job) {
           ? std::find(m.moe_layer_freq.begin(), m.moe_layer_freq.end(), 0) != m.moe_layer_freq.end()
           : (!m.moe_layer_freq.empty() && m.moe_layer_freq[0] > 1);
   if (mixed) return {};
-  return {Violation{{{"model.moe_ffn_hidden_size", Opt(m.moe_ffn_hidden_size)},
-                     {kExperts, "null"}},
+  return {Violation{{{"model.moe_ffn_hidden_size", Opt(m.moe_ffn_hidden_size)}, {kExperts, "null"}},
                     "moe_ffn_hidden_size is set but num_moe_experts is None. Please set "
                     "num_moe_experts or remove moe_ffn_hidden_size",
                     "set num_moe_experts, or moe_ffn_hidden_size: null"}};
@@ -122,13 +123,14 @@ Violations LayerFreq(const Job& job) {
   if (!m.num_moe_experts) return {};
   if (m.moe_layer_freq_is_list) {
     if (static_cast<std::int64_t>(m.moe_layer_freq.size()) == m.num_layers) return {};
-    return {Violation{{{"model.moe_layer_freq", "(list of " + Str(static_cast<std::int64_t>(
-                                                    m.moe_layer_freq.size())) + ")"},
-                       {"model.num_layers", Str(m.num_layers)}},
-                      "Invalid length of moe_layer_pattern: " +
-                          Str(static_cast<std::int64_t>(m.moe_layer_freq.size())) +
-                          ", expected " + Str(m.num_layers),
-                      "give one 0/1 entry per layer"}};
+    return {
+        Violation{{{"model.moe_layer_freq",
+                    "(list of " + Str(static_cast<std::int64_t>(m.moe_layer_freq.size())) + ")"},
+                   {"model.num_layers", Str(m.num_layers)}},
+                  "Invalid length of moe_layer_pattern: " +
+                      Str(static_cast<std::int64_t>(m.moe_layer_freq.size())) + ", expected " +
+                      Str(m.num_layers),
+                  "give one 0/1 entry per layer"}};
   }
   if (!m.moe_layer_freq.empty() && m.moe_layer_freq[0] >= 1) return {};
   return {One("model.moe_layer_freq", m.moe_layer_freq.empty() ? "[]" : Str(m.moe_layer_freq[0]),
@@ -167,7 +169,9 @@ Violations EpOverlap(const Job& job) {
                              Contains(m.recompute_modules, "moe");
   if (full || m.recompute_method != RecomputeMethod::kNone || m.recompute_num_layers ||
       selective_moe) {
-    add({{"model.recompute_granularity", full ? "full" : selective_moe ? "selective" : "null"},
+    add({{"model.recompute_granularity", full            ? "full"
+                                         : selective_moe ? "selective"
+                                                         : "null"},
          {"model.recompute_num_layers", Opt(m.recompute_num_layers)},
          {"model.recompute_modules", List(m.recompute_modules)}},
         "disable full recomputation, recompute_method, recompute_num_layers and moe in "
@@ -193,14 +197,14 @@ Violations EpOverlap(const Job& job) {
 }
 
 constexpr Rule kRules[] = {
-    {{"moe.ep-needs-experts", Severity::kError, RuleScope::kAll,
-      "EP > 1 requires num_moe_experts", "set num_moe_experts or EP: 1", kMcoreTransformer},
+    {{"moe.ep-needs-experts", Severity::kError, RuleScope::kAll, "EP > 1 requires num_moe_experts",
+      "set num_moe_experts or EP: 1", kMcoreTransformer},
      EpNeedsExperts},
     {{"moe.experts-positive", Severity::kError, RuleScope::kAll, "num_moe_experts > 0 when set",
       "a positive expert count or null", kMcoreTransformer},
      ExpertsPositive},
-    {{"moe.experts-divisible-ep", Severity::kError, RuleScope::kAll,
-      "num_moe_experts % EP == 0", "choose an EP that divides the expert count", kMlmArgs},
+    {{"moe.experts-divisible-ep", Severity::kError, RuleScope::kAll, "num_moe_experts % EP == 0",
+      "choose an EP that divides the expert count", kMlmArgs},
      ExpertsDivisibleByEp},
     {{"moe.expert-layout", Severity::kError, RuleScope::kMegatron,
       "world_size % (ETP*EP*PP) == 0 (expert data parallel size is an integer)",
@@ -223,8 +227,8 @@ constexpr Rule kRules[] = {
       kMcoreTransformer},
      BiasNeedsEtp1},
     {{"moe.layer-freq", Severity::kError, RuleScope::kMegatron,
-      "moe_layer_freq is >= 1, or a 0/1 list with one entry per layer",
-      "fix moe_layer_freq", "MCore gpt_layer_specs.get_gpt_decoder_block_spec"},
+      "moe_layer_freq is >= 1, or a 0/1 list with one entry per layer", "fix moe_layer_freq",
+      "MCore gpt_layer_specs.get_gpt_decoder_block_spec"},
      LayerFreq},
     {{"moe.ep-overlap", Severity::kError, RuleScope::kMegatron,
       "overlap_moe_expert_parallel_comm: VPP when PP > 1, EP > 1, alltoall/flex, no full or "

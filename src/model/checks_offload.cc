@@ -32,12 +32,12 @@ Violations WithPipeline(const Job& job) {
 Violations WithRecompute(const Job& job) {
   const auto& m = job.model;
   if (!m.cpu_offloading || m.recompute_granularity == RecomputeGranularity::kNone) return {};
-  return {Violation{{{kCpuOffloading, "true"},
-                     {"model.recompute_granularity",
-                      m.recompute_granularity == RecomputeGranularity::kFull ? "full"
-                                                                             : "selective"}},
-                    "CPU offloading does not work when activation recomputation is enabled",
-                    "set recompute_granularity: null or cpu_offloading: false"}};
+  return {
+      Violation{{{kCpuOffloading, "true"},
+                 {"model.recompute_granularity",
+                  m.recompute_granularity == RecomputeGranularity::kFull ? "full" : "selective"}},
+                "CPU offloading does not work when activation recomputation is enabled",
+                "set recompute_granularity: null or cpu_offloading: false"}};
 }
 
 Violations WithCudaGraphs(const Job& job) {
@@ -55,7 +55,8 @@ Violations WithCudaGraphs(const Job& job) {
 Violations NothingOffloaded(const Job& job) {
   const auto& m = job.model;
   if (!m.cpu_offloading) return {};
-  if (m.cpu_offloading_num_layers > 0 && (m.cpu_offloading_activations || m.cpu_offloading_weights)) {
+  if (m.cpu_offloading_num_layers > 0 &&
+      (m.cpu_offloading_activations || m.cpu_offloading_weights)) {
     return {};
   }
   return {Violation{{{kCpuOffloading, "true"},
@@ -80,9 +81,9 @@ Violations FineGrainedExclusive(const Job& job) {
 Violations ModulesValid(const Job& job) {
   const auto& m = job.model;
   if (!m.fine_grained_activation_offloading) return {};
-  static const std::vector<std::string> kAllowed = {
-      "core_attn", "attn_proj", "expert_fc1", "fused_group_mlp", "moe_act",
-      "attn_norm", "mlp_norm",  "qkv_linear", "gdp_qkv"};
+  static const std::vector<std::string> kAllowed = {"core_attn",       "attn_proj",  "expert_fc1",
+                                                    "fused_group_mlp", "moe_act",    "attn_norm",
+                                                    "mlp_norm",        "qkv_linear", "gdp_qkv"};
   if (m.offload_modules.empty()) {
     return {One(kOffloadModules, "[]",
                 "fine_grained_activation_offloading needs a non-empty offload_modules",
@@ -124,11 +125,11 @@ Violations InsideRecomputedMoe(const Job& job) {
     if (Contains(m.offload_modules, name)) inside.push_back(name);
   }
   if (inside.empty()) return {};
-  return {Violation{{{kOffloadModules, List(m.offload_modules)},
-                     {"model.recompute_modules", List(m.recompute_modules)}},
-                    "Cannot offload " + List(inside) + " while recomputing the entire MoE layer",
-                    "remove moe from recompute_modules, or remove " + List(inside) +
-                        " from offload_modules"}};
+  return {Violation{
+      {{kOffloadModules, List(m.offload_modules)},
+       {"model.recompute_modules", List(m.recompute_modules)}},
+      "Cannot offload " + List(inside) + " while recomputing the entire MoE layer",
+      "remove moe from recompute_modules, or remove " + List(inside) + " from offload_modules"}};
 }
 
 Violations FusedGroupMlp(const Job& job) {
@@ -143,7 +144,8 @@ Violations FusedGroupMlp(const Job& job) {
   if (partial.empty()) return {};
   return {One(kOffloadModules, List(m.offload_modules),
               "fused_group_mlp offloads the whole fused grouped MLP and cannot be combined with "
-              "expert_fc1 or moe_act. Remove: " + List(partial),
+              "expert_fc1 or moe_act. Remove: " +
+                  List(partial),
               "remove " + List(partial) + " from offload_modules")};
 }
 
@@ -211,8 +213,7 @@ constexpr Rule kRules[] = {
       kMcoreTransformer},
      ModulesValid},
     {{"offload.attn-proj-needs-core-attn", Severity::kError, RuleScope::kMegatron,
-      "offloading attn_proj requires offloading core_attn", "add core_attn",
-      kMcoreTransformer},
+      "offloading attn_proj requires offloading core_attn", "add core_attn", kMcoreTransformer},
      AttnProjNeedsCoreAttn},
     {{"offload.inside-recomputed-moe", Severity::kError, RuleScope::kMegatron,
       "no expert-module offload while the whole MoE is recomputed",

@@ -47,8 +47,9 @@ std::vector<std::string> EligibleTargets(const Job& job, std::vector<std::string
         Contains(m.recompute_modules, "mlp")) {
       notes.push_back("linear_fc1 falls back: selective recompute of mlp checkpoints it");
     } else if (AllMoeLayers(m)) {
-      notes.push_back("linear_fc1 falls back: every layer is MoE and expert adapters never "
-                      "regather");
+      notes.push_back(
+          "linear_fc1 falls back: every layer is MoE and expert adapters never "
+          "regather");
     } else {
       eligible.push_back("linear_fc1");
     }
@@ -73,16 +74,15 @@ Violations RegatherIneligible(const Job& job) {
     for (const std::string& n : notes) reasons.push_back(n);
     std::string text;
     for (const std::string& r : reasons) text += (text.empty() ? "" : "; ") + r;
-    return {Violation{fields,
-                      "sequence_parallel_input_regather has no effect: " + text,
+    return {Violation{fields, "sequence_parallel_input_regather has no effect: " + text,
                       "remove the blocker (e.g. sequence_parallel: true with TP > 1, no CUDA "
                       "graphs, no full recompute) or set sequence_parallel_input_regather: false"}};
   }
   if (notes.empty()) return {};
-  return {Violation{fields,
-                    "sequence_parallel_input_regather applies only to " + List(eligible) + ": " +
-                        notes.front(),
-                    "accept it, or drop mlp from recompute_modules so linear_fc1 regathers too"}};
+  return {Violation{
+      fields,
+      "sequence_parallel_input_regather applies only to " + List(eligible) + ": " + notes.front(),
+      "accept it, or drop mlp from recompute_modules so linear_fc1 regathers too"}};
 }
 
 Violations RegatherAdvice(const Job& job) {
@@ -97,8 +97,10 @@ Violations RegatherAdvice(const Job& job) {
                      {"model.sequence_parallel", "true"},
                      {"model.tensor_model_parallel_size", Str(m.tensor_model_parallel_size)}},
                     "LoRA with sequence parallelism saves the all-gathered input of each LoRA-A "
-                    "on " + List(eligible) + " for backward; regathering keeps only the "
-                    "1/TP sequence shard and re-gathers it before wgrad",
+                    "on " +
+                        List(eligible) +
+                        " for backward; regathering keeps only the "
+                        "1/TP sequence shard and re-gathers it before wgrad",
                     "set peft.sequence_parallel_input_regather: true"}};
 }
 

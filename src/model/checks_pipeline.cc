@@ -62,12 +62,12 @@ Violations EvenLayers(const Job& job) {
   }
   const std::int64_t n = SplitLayers(m);
   if (n % pp == 0) return {};
-  return {Violation{{{"model.num_layers", Str(m.num_layers)}, {kPp, Str(pp)}},
-                    SplitLayersText(m) + " must be divisible by pipeline_model_parallel_size (" +
-                        Str(pp) + ")",
-                    "set pipeline_model_parallel_size to one of: " + Divisors(n, 1, 64) +
-                        "; or split unevenly with num_layers_in_first_pipeline_stage / "
-                        "num_layers_in_last_pipeline_stage"}};
+  return {Violation{
+      {{"model.num_layers", Str(m.num_layers)}, {kPp, Str(pp)}},
+      SplitLayersText(m) + " must be divisible by pipeline_model_parallel_size (" + Str(pp) + ")",
+      "set pipeline_model_parallel_size to one of: " + Divisors(n, 1, 64) +
+          "; or split unevenly with num_layers_in_first_pipeline_stage / "
+          "num_layers_in_last_pipeline_stage"}};
 }
 
 Violations EvenLayersVpp(const Job& job) {
@@ -80,43 +80,43 @@ Violations EvenLayersVpp(const Job& job) {
   }
   const std::int64_t per_rank = SplitLayers(m) / pp;
   if (per_rank % vpp == 0) return {};
-  return {Violation{{{"model.num_layers", Str(m.num_layers)}, {kPp, Str(pp)}, {kVpp, Str(vpp)}},
-                    "number of layers on each pipeline rank (" + Str(per_rank) +
-                        ") must be divisible by virtual_pipeline_model_parallel_size (" +
-                        Str(vpp) + ")",
-                    "set virtual_pipeline_model_parallel_size to one of: " +
-                        Divisors(per_rank, 2, per_rank) + " (or null)"}};
+  return {Violation{
+      {{"model.num_layers", Str(m.num_layers)}, {kPp, Str(pp)}, {kVpp, Str(vpp)}},
+      "number of layers on each pipeline rank (" + Str(per_rank) +
+          ") must be divisible by virtual_pipeline_model_parallel_size (" + Str(vpp) + ")",
+      "set virtual_pipeline_model_parallel_size to one of: " + Divisors(per_rank, 2, per_rank) +
+          " (or null)"}};
 }
 
 Violations UnevenWithAccount(const Job& job) {
   const auto& m = job.model;
   if (!Uneven(m) || !Account(m)) return {};
-  return {Violation{{{kFirst, Opt(m.num_layers_in_first_pipeline_stage)},
-                     {kLast, Opt(m.num_layers_in_last_pipeline_stage)},
-                     {"model.account_for_embedding_in_pipeline_split",
-                      Bool(m.account_for_embedding_in_pipeline_split)},
-                     {"model.account_for_loss_in_pipeline_split",
-                      Bool(m.account_for_loss_in_pipeline_split)}},
-                    "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage "
-                    "cannot be set at the same time with account_for_embedding_in_pipeline_split "
-                    "and account_for_loss_in_pipeline_split",
-                    "use either the first/last stage counts or the account_for_* flags"}};
+  return {Violation{
+      {{kFirst, Opt(m.num_layers_in_first_pipeline_stage)},
+       {kLast, Opt(m.num_layers_in_last_pipeline_stage)},
+       {"model.account_for_embedding_in_pipeline_split",
+        Bool(m.account_for_embedding_in_pipeline_split)},
+       {"model.account_for_loss_in_pipeline_split", Bool(m.account_for_loss_in_pipeline_split)}},
+      "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage "
+      "cannot be set at the same time with account_for_embedding_in_pipeline_split "
+      "and account_for_loss_in_pipeline_split",
+      "use either the first/last stage counts or the account_for_* flags"}};
 }
 
 Violations LayoutExclusive(const Job& job) {
   const auto& m = job.model;
   if (m.pipeline_model_parallel_layout.empty() || (!Uneven(m) && !Account(m))) return {};
-  return {Violation{{{kLayout, Quoted(m.pipeline_model_parallel_layout)},
-                     {kFirst, Opt(m.num_layers_in_first_pipeline_stage)},
-                     {kLast, Opt(m.num_layers_in_last_pipeline_stage)},
-                     {"model.account_for_embedding_in_pipeline_split",
-                      Bool(m.account_for_embedding_in_pipeline_split)},
-                     {"model.account_for_loss_in_pipeline_split",
-                      Bool(m.account_for_loss_in_pipeline_split)}},
-                    "pipeline_model_parallel_layout cannot be set with other pipeline layout "
-                    "arguments",
-                    "remove num_layers_in_first/last_pipeline_stage and the account_for_* flags, "
-                    "or remove pipeline_model_parallel_layout"}};
+  return {Violation{
+      {{kLayout, Quoted(m.pipeline_model_parallel_layout)},
+       {kFirst, Opt(m.num_layers_in_first_pipeline_stage)},
+       {kLast, Opt(m.num_layers_in_last_pipeline_stage)},
+       {"model.account_for_embedding_in_pipeline_split",
+        Bool(m.account_for_embedding_in_pipeline_split)},
+       {"model.account_for_loss_in_pipeline_split", Bool(m.account_for_loss_in_pipeline_split)}},
+      "pipeline_model_parallel_layout cannot be set with other pipeline layout "
+      "arguments",
+      "remove num_layers_in_first/last_pipeline_stage and the account_for_* flags, "
+      "or remove pipeline_model_parallel_layout"}};
 }
 
 // MCore TransformerConfig.__post_init__, "Uneven PP": each given stage count.
@@ -133,9 +133,11 @@ Violations UnevenStages(const Job& job) {
                *count % *m.virtual_pipeline_model_parallel_size != 0) {
       const int vpp = *m.virtual_pipeline_model_parallel_size;
       out.push_back(Violation{{{path, Str(*count)}, {kVpp, Str(vpp)}},
-                              std::string("number of layers at ") + which + " stage: " +
-                                  Str(*count) + " must be divisible by virtual pipeline parallel "
-                                  "degree " + Str(vpp),
+                              std::string("number of layers at ") + which +
+                                  " stage: " + Str(*count) +
+                                  " must be divisible by virtual pipeline parallel "
+                                  "degree " +
+                                  Str(vpp),
                               std::string("set ") + path + " to a multiple of " + Str(vpp)});
     }
   };
@@ -150,8 +152,8 @@ Violations UnevenMiddle(const Job& job) {
   if (!m.pipeline_model_parallel_layout.empty() || !Uneven(m)) return {};
   std::int64_t layers = m.num_layers;
   std::int64_t stages = m.pipeline_model_parallel_size;
-  for (const auto& count : {m.num_layers_in_first_pipeline_stage,
-                            m.num_layers_in_last_pipeline_stage}) {
+  for (const auto& count :
+       {m.num_layers_in_first_pipeline_stage, m.num_layers_in_last_pipeline_stage}) {
     if (!count) continue;
     if (*count <= 0) return {};  // pipeline.uneven-stages reports it
     layers -= *count;
@@ -181,10 +183,11 @@ Violations UnevenMiddle(const Job& job) {
   if (m.virtual_pipeline_model_parallel_size && (layers / stages) % vpp != 0) {
     Fields with_vpp = fields;
     with_vpp.emplace_back(kVpp, Str(vpp));
-    return {Violation{with_vpp,
-                      "number of layers on each middle pipeline rank: " + Str(layers / stages) +
-                          " must be divisible by virtual pipeline parallel degree " + Str(vpp),
-                      "change the first/last stage counts or virtual_pipeline_model_parallel_size"}};
+    return {
+        Violation{with_vpp,
+                  "number of layers on each middle pipeline rank: " + Str(layers / stages) +
+                      " must be divisible by virtual pipeline parallel degree " + Str(vpp),
+                  "change the first/last stage counts or virtual_pipeline_model_parallel_size"}};
   }
   return {};
 }
@@ -194,8 +197,8 @@ Violations LayoutParse(const Job& job) {
   const auto& m = job.model;
   if (m.pipeline_model_parallel_layout.empty() || m.pipeline_model_parallel_size < 1) return {};
   const std::string layout_value = Quoted(m.pipeline_model_parallel_layout);
-  auto parsed = ParsePipelineLayout(m.pipeline_model_parallel_layout,
-                                    m.pipeline_model_parallel_size);
+  auto parsed =
+      ParsePipelineLayout(m.pipeline_model_parallel_layout, m.pipeline_model_parallel_size);
   if (!parsed) {
     return {Violation{{{kLayout, layout_value}, {kPp, Str(m.pipeline_model_parallel_size)}},
                       parsed.error().message,
@@ -217,8 +220,8 @@ Violations LayoutVpp(const Job& job) {
   if (m.pipeline_model_parallel_layout.empty() || !m.virtual_pipeline_model_parallel_size) {
     return {};
   }
-  auto parsed = ParsePipelineLayout(m.pipeline_model_parallel_layout,
-                                    m.pipeline_model_parallel_size);
+  auto parsed =
+      ParsePipelineLayout(m.pipeline_model_parallel_layout, m.pipeline_model_parallel_size);
   if (!parsed || parsed->virtual_pipeline_size == *m.virtual_pipeline_model_parallel_size) {
     return {};
   }
@@ -248,8 +251,8 @@ bool Interleaved(const Job& job) {
   if (m.pipeline_model_parallel_size <= 1) return false;
   if (m.virtual_pipeline_model_parallel_size) return true;
   if (m.pipeline_model_parallel_layout.empty()) return false;
-  auto parsed = ParsePipelineLayout(m.pipeline_model_parallel_layout,
-                                    m.pipeline_model_parallel_size);
+  auto parsed =
+      ParsePipelineLayout(m.pipeline_model_parallel_layout, m.pipeline_model_parallel_size);
   return parsed && parsed->virtual_pipeline_size > 1;
 }
 
@@ -262,15 +265,15 @@ Violations MicrobatchGroup(const Job& job) {
   const std::int64_t step = job.train.micro_batch_size * DataParallelSize(job);
   if (step <= 0 || job.train.global_batch_size % step != 0) return {};  // layout.global-batch
   const std::int64_t mb = NumMicrobatches(job);
-  const Fields fields = {{"model.microbatch_group_size_per_vp_stage",
-                          Opt(m.microbatch_group_size_per_vp_stage)},
-                         {kPp, Str(pp)},
-                         {"train.global_batch_size", Str(job.train.global_batch_size)}};
+  const Fields fields = {
+      {"model.microbatch_group_size_per_vp_stage", Opt(m.microbatch_group_size_per_vp_stage)},
+      {kPp, Str(pp)},
+      {"train.global_batch_size", Str(job.train.global_batch_size)}};
   if (group > mb || group < pp) {
     return {Violation{fields,
                       "The number of contiguous micro-batches in a virtual pipeline stage "
-                      "should range in [PP=" + Str(pp) + ", M=" + Str(mb) + "] but it is " +
-                          Str(group),
+                      "should range in [PP=" +
+                          Str(pp) + ", M=" + Str(mb) + "] but it is " + Str(group),
                       "raise global_batch_size so that there are at least " + Str(group) +
                           " micro-batches per step, or set microbatch_group_size_per_vp_stage "
                           "in [PP, M]"}};
@@ -280,8 +283,10 @@ Violations MicrobatchGroup(const Job& job) {
     return {Violation{fields,
                       "The remainder of M (the total micro-batches, " + Str(mb) +
                           ") divided by N (contiguous micro-batches in a virtual pipeline stage, " +
-                          Str(group) + ") should be 0, or larger than or equal to the "
-                          "pipeline-parallel size, but it is " + Str(rest),
+                          Str(group) +
+                          ") should be 0, or larger than or equal to the "
+                          "pipeline-parallel size, but it is " +
+                          Str(rest),
                       "make the number of micro-batches a multiple of " + Str(group)}};
   }
   return {};
@@ -330,8 +335,8 @@ constexpr Rule kRules[] = {
       kMcoreTransformer},
      LayoutVpp},
     {{"pipeline.defer-embedding-wgrad", Severity::kError, RuleScope::kMegatron,
-      "defer_embedding_wgrad_compute requires PP > 1",
-      "defer_embedding_wgrad_compute: false", kMcoreParallel},
+      "defer_embedding_wgrad_compute requires PP > 1", "defer_embedding_wgrad_compute: false",
+      kMcoreParallel},
      DeferEmbeddingWgrad},
     {{"pipeline.microbatch-group", Severity::kError, RuleScope::kMegatron,
       "interleaved schedule: PP <= microbatch group <= micro-batches, remainder 0 or >= PP",

@@ -66,20 +66,20 @@ Violations Fp4AndFp8(const Job& job) {
 Violations CrossEntropyTe(const Job& job) {
   const auto& m = job.model;
   if (!m.cross_entropy_loss_fusion || m.cross_entropy_fusion_impl != "te") return {};
-  return {Violation{{{"model.cross_entropy_loss_fusion", "true"},
-                     {"model.cross_entropy_fusion_impl", "te"}},
-                    "Transformer Engine cross entropy loss fusion has known stability issues. "
-                    "Megatron-LM training args validation rejects this combination by default",
-                    "use cross_entropy_fusion_impl: native, or disable cross_entropy_loss_fusion"}};
+  return {Violation{
+      {{"model.cross_entropy_loss_fusion", "true"}, {"model.cross_entropy_fusion_impl", "te"}},
+      "Transformer Engine cross entropy loss fusion has known stability issues. "
+      "Megatron-LM training args validation rejects this combination by default",
+      "use cross_entropy_fusion_impl: native, or disable cross_entropy_loss_fusion"}};
 }
 
 Violations PrecisionAwareAdam(const Job& job) {
   const auto& o = job.optimizer;
   if (!o.use_precision_aware_optimizer || o.optimizer == "adam") return {};
-  return {Violation{{{"optimizer.use_precision_aware_optimizer", "true"},
-                     {"optimizer.optimizer", o.optimizer}},
-                    "--use-precision-aware-optimizer only supported with adam",
-                    "set optimizer: adam, or use_precision_aware_optimizer: false"}};
+  return {Violation{
+      {{"optimizer.use_precision_aware_optimizer", "true"}, {"optimizer.optimizer", o.optimizer}},
+      "--use-precision-aware-optimizer only supported with adam",
+      "set optimizer: adam, or use_precision_aware_optimizer: false"}};
 }
 
 // MCore OptimizerConfig.__post_init__: reduced-precision optimizer state needs the
@@ -90,12 +90,11 @@ Violations StateDtypes(const Job& job) {
   Violations out;
   auto check = [&](const char* name, Dtype dtype) {
     if (dtype == Dtype::kFp32) return;
-    out.push_back(Violation{{{std::string("optimizer.") + name, DtypeName(dtype)},
-                             {"optimizer.use_precision_aware_optimizer", "false"}},
-                            std::string(name) +
-                                " can only be fp32 when not using precision-aware optimizer",
-                            std::string("set ") + name +
-                                ": fp32, or use_precision_aware_optimizer: true"});
+    out.push_back(
+        Violation{{{std::string("optimizer.") + name, DtypeName(dtype)},
+                   {"optimizer.use_precision_aware_optimizer", "false"}},
+                  std::string(name) + " can only be fp32 when not using precision-aware optimizer",
+                  std::string("set ") + name + ": fp32, or use_precision_aware_optimizer: true"});
   };
   check("main_grads_dtype", o.main_grads_dtype);
   check("main_params_dtype", o.main_params_dtype);
@@ -135,8 +134,8 @@ Violations CpuOffloadPrerequisites(const Job& job) {
 }
 
 constexpr Rule kRules[] = {
-    {{"precision.fp16-bf16", Severity::kError, RuleScope::kMegatron,
-      "fp16 and bf16 are exclusive", "one preset", kMcoreTransformer},
+    {{"precision.fp16-bf16", Severity::kError, RuleScope::kMegatron, "fp16 and bf16 are exclusive",
+      "one preset", kMcoreTransformer},
      Fp16AndBf16},
     {{"precision.fp8-delayed-first-last", Severity::kError, RuleScope::kMegatron,
       "first_last_layers_bf16 is not allowed with the delayed fp8 recipe",

@@ -12,17 +12,23 @@ constexpr const char* kModules = "model.recompute_modules";
 
 const char* GranularityName(RecomputeGranularity g) {
   switch (g) {
-    case RecomputeGranularity::kNone: return "null";
-    case RecomputeGranularity::kSelective: return "selective";
-    case RecomputeGranularity::kFull: return "full";
+    case RecomputeGranularity::kNone:
+      return "null";
+    case RecomputeGranularity::kSelective:
+      return "selective";
+    case RecomputeGranularity::kFull:
+      return "full";
   }
   return "null";
 }
 const char* MethodName(RecomputeMethod m) {
   switch (m) {
-    case RecomputeMethod::kNone: return "null";
-    case RecomputeMethod::kUniform: return "uniform";
-    case RecomputeMethod::kBlock: return "block";
+    case RecomputeMethod::kNone:
+      return "null";
+    case RecomputeMethod::kUniform:
+      return "uniform";
+    case RecomputeMethod::kBlock:
+      return "block";
   }
   return "null";
 }
@@ -51,7 +57,8 @@ Violations FullNeedsNumLayers(const Job& job) {
   if (!Full(m) || (m.recompute_num_layers && *m.recompute_num_layers >= 1)) return {};
   return {Violation{{{kGranularity, "full"}, {kNumLayers, Opt(m.recompute_num_layers)}},
                     "When using recompute_granularity: full recompute_num_layers must be between "
-                    "1 and num_layers_per_pipeline_rank: " + Str(LayersPerRank(m)),
+                    "1 and num_layers_per_pipeline_rank: " +
+                        Str(LayersPerRank(m)),
                     "set recompute_num_layers (1 recomputes every layer with uniform)"}};
 }
 
@@ -108,11 +115,11 @@ Violations DistributeSavedWithSp(const Job& job) {
       !m.sequence_parallel) {
     return {};
   }
-  return {Violation{{{"model.distribute_saved_activations", "true"},
-                     {"model.sequence_parallel", "true"}},
-                    "distribute_saved_activations: True must be false when sequence parallel is "
-                    "enabled: True",
-                    "set distribute_saved_activations: false"}};
+  return {Violation{
+      {{"model.distribute_saved_activations", "true"}, {"model.sequence_parallel", "true"}},
+      "distribute_saved_activations: True must be false when sequence parallel is "
+      "enabled: True",
+      "set distribute_saved_activations: false"}};
 }
 
 // Megatron-LM arguments.py, "Activation recomputing".
@@ -122,18 +129,18 @@ Violations DistributeSaved(const Job& job) {
   Violations out;
   const std::string path = "model.distribute_saved_activations";
   if (m.tensor_model_parallel_size <= 1) {
-    out.push_back(Violation{{{path, "true"},
-                             {"model.tensor_model_parallel_size",
-                              Str(m.tensor_model_parallel_size)}},
-                            "can distribute recomputed activations only across tensor model "
-                            "parallel groups",
-                            "set distribute_saved_activations: false, or TP > 1"});
+    out.push_back(Violation{
+        {{path, "true"}, {"model.tensor_model_parallel_size", Str(m.tensor_model_parallel_size)}},
+        "can distribute recomputed activations only across tensor model "
+        "parallel groups",
+        "set distribute_saved_activations: false, or TP > 1"});
   }
   if (!Full(m)) {
-    out.push_back(Violation{{{path, "true"}, {kGranularity, GranularityName(m.recompute_granularity)}},
-                            "distributed recompute activations is only application to full "
-                            "recompute granularity",
-                            "set recompute_granularity: full, or distribute_saved_activations: false"});
+    out.push_back(
+        Violation{{{path, "true"}, {kGranularity, GranularityName(m.recompute_granularity)}},
+                  "distributed recompute activations is only application to full "
+                  "recompute granularity",
+                  "set recompute_granularity: full, or distribute_saved_activations: false"});
   } else if (m.recompute_method == RecomputeMethod::kNone) {
     out.push_back(Violation{{{path, "true"}, {kMethod, "null"}},
                             "for distributed recompute activations to work you need to use a "
@@ -148,8 +155,8 @@ Violations ModulesValid(const Job& job) {
   if (!Selective(m)) return {};
   // MCore HEAD's allowed set (the Bridge-pinned commit lacks the gdp_* and mhc labels).
   static const std::vector<std::string> kAllowed = {
-      "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts",
-      "gdn_norm_out", "gdp_in_proj", "gdp_qkv", "mhc"};
+      "core_attn",      "moe_act",      "layernorm",   "mla_up_proj", "mlp", "moe",
+      "shared_experts", "gdn_norm_out", "gdp_in_proj", "gdp_qkv",     "mhc"};
   std::vector<std::string> invalid;
   for (const std::string& module : m.recompute_modules) {
     if (!Contains(kAllowed, module)) invalid.push_back(module);
@@ -172,11 +179,11 @@ Violations MoeActNeedsGroupedGemm(const Job& job) {
 Violations MlaUpProjNeedsMla(const Job& job) {
   const auto& m = job.model;
   if (!SelectiveWith(m, "mla_up_proj") || m.multi_latent_attention) return {};
-  return {Violation{{{kModules, List(m.recompute_modules)},
-                     {"model.multi_latent_attention", "false"}},
-                    "mla_up_proj in recompute_modules is only supported with "
-                    "multi_latent_attention",
-                    "remove mla_up_proj from recompute_modules"}};
+  return {
+      Violation{{{kModules, List(m.recompute_modules)}, {"model.multi_latent_attention", "false"}},
+                "mla_up_proj in recompute_modules is only supported with "
+                "multi_latent_attention",
+                "remove mla_up_proj from recompute_modules"}};
 }
 
 Violations CoreAttn(const Job& job) {
@@ -196,11 +203,11 @@ Violations SharedExpertsOverlap(const Job& job) {
       !m.moe_shared_expert_overlap) {
     return {};
   }
-  return {Violation{{{kModules, List(m.recompute_modules)},
-                     {"model.moe_shared_expert_overlap", "true"}},
-                    "shared_experts recompute cannot work with --moe-shared-expert-overlap",
-                    "remove shared_experts from recompute_modules, or "
-                    "moe_shared_expert_overlap: false"}};
+  return {Violation{
+      {{kModules, List(m.recompute_modules)}, {"model.moe_shared_expert_overlap", "true"}},
+      "shared_experts recompute cannot work with --moe-shared-expert-overlap",
+      "remove shared_experts from recompute_modules, or "
+      "moe_shared_expert_overlap: false"}};
 }
 
 Violations Fp8DelayedModules(const Job& job) {
@@ -248,12 +255,10 @@ constexpr Rule kRules[] = {
       "distribute_saved_activations: false", kMlmArgs},
      DistributeSaved},
     {{"recompute.modules-valid", Severity::kError, RuleScope::kMegatron,
-      "selective recompute_modules are known labels", "remove unknown labels",
-      kMcoreTransformer},
+      "selective recompute_modules are known labels", "remove unknown labels", kMcoreTransformer},
      ModulesValid},
     {{"recompute.moe-act-grouped-gemm", Severity::kError, RuleScope::kMegatron,
-      "moe_act recompute requires moe_grouped_gemm", "moe_grouped_gemm: true",
-      kMcoreTransformer},
+      "moe_act recompute requires moe_grouped_gemm", "moe_grouped_gemm: true", kMcoreTransformer},
      MoeActNeedsGroupedGemm},
     {{"recompute.mla-up-proj", Severity::kError, RuleScope::kMegatron,
       "mla_up_proj recompute requires multi_latent_attention", "remove mla_up_proj",

@@ -90,7 +90,8 @@ std::vector<std::string> ValidatePipelineLayout(const PipelineLayout& layout,
   std::string flat;
   for (const PipelineStage& s : layout.stages) flat += s;
   std::vector<std::string> errors;
-  if (flat.empty() || flat.front() != 'E') errors.push_back("the first layer must be embedding (E)");
+  if (flat.empty() || flat.front() != 'E')
+    errors.push_back("the first layer must be embedding (E)");
   if (flat.empty() || flat.back() != 'L') errors.push_back("the last layer must be loss (L)");
   if (layout.Count('E') != 1) errors.push_back("embedding (E) must be specified exactly once");
   if (layout.Count('L') != 1) errors.push_back("loss (L) must be specified exactly once");

@@ -2,9 +2,8 @@
 // rules on memory and parallelism and the memory-tuning playbook's constraints
 // (model/checks.h; the rule table is docs/checks.md).
 #include <iostream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "command.h"
 #include "commands.h"
@@ -18,9 +17,12 @@ using nlohmann::ordered_json;
 
 const char* ScopeName(model::RuleScope scope) {
   switch (scope) {
-    case model::RuleScope::kAll: return "all";
-    case model::RuleScope::kMegatron: return "megatron";
-    case model::RuleScope::kFsdp2: return "fsdp2";
+    case model::RuleScope::kAll:
+      return "all";
+    case model::RuleScope::kMegatron:
+      return "megatron";
+    case model::RuleScope::kFsdp2:
+      return "fsdp2";
   }
   return "all";
 }
@@ -41,8 +43,7 @@ int ApplicableRules(model::Framework framework) {
   return n;
 }
 
-void PrintFindingsText(const std::vector<model::Finding>& findings, int rules,
-                       std::ostream& out) {
+void PrintFindingsText(const std::vector<model::Finding>& findings, int rules, std::ostream& out) {
   for (const model::Finding& f : findings) {
     out << model::SeverityName(f.severity) << "[" << f.rule_id << "]: " << f.message << "\n";
     for (const auto& [path, value] : f.fields) out << "  " << path << " = " << value << "\n";
@@ -85,8 +86,9 @@ void PrintRulesText(std::ostream& out) {
     scope.resize(9, ' ');
     out << id << severity << scope << r.what << "\n";
   }
-  out << model::ListRules().size() << " rules; --format json adds the fix and upstream source "
-                                      "of each\n";
+  out << model::ListRules().size()
+      << " rules; --format json adds the fix and upstream source "
+         "of each\n";
 }
 
 void PrintRulesJson(std::ostream& out) {
@@ -130,10 +132,9 @@ int RunCheck(int argc, char** argv) {
   if (!doc) return PrintError("check", doc.error());
   PrintJobNotes("check", *doc, job_flags.verbose);
   const std::vector<model::Finding> findings = model::CheckJob(doc->job);
-  format == OutputFormat::kJson ? PrintFindingsJson(findings, std::cout)
-                                : PrintFindingsText(findings,
-                                                    ApplicableRules(doc->job.memtune.framework),
-                                                    std::cout);
+  format == OutputFormat::kJson
+      ? PrintFindingsJson(findings, std::cout)
+      : PrintFindingsText(findings, ApplicableRules(doc->job.memtune.framework), std::cout);
   return model::CountErrors(findings) > 0 ? kExitFindings : kExitOk;
 }
 

@@ -3,7 +3,7 @@
 // PyTorch v2.x c10/cuda/CUDACachingAllocator.cpp: struct Block, BlockPool::blocks (ordered
 // by BlockComparatorSize = (stream, size, ptr)) and BlockPool::unmapped (ordered by
 // BlockComparatorAddress = (stream, ptr)). memtune keeps blocks in a flat arena addressed by
-// BlockId and each ordered set as a sorted flat vector: lookups are binary searches over
+// BlockId and each ordered set as a chunked sorted vector: lookups are binary searches over
 // contiguous memory and steady-state replay allocates nothing. See note [flat free lists]
 // in docs/design/allocator.md.
 #pragma once

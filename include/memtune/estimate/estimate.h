@@ -72,6 +72,9 @@ struct EstimateOptions {
   Mode mode = Mode::kAccurate;
   // Micro-batches per step; default: GBS / (MBS * DP) from the job.
   std::optional<std::int64_t> num_microbatches;
+  // Fill Component::explanation (accurate mode). Sweeps that only need the numbers (a
+  // planner comparing thousands of layouts) turn it off to skip the string copies.
+  bool with_explanations = true;
 };
 
 // Estimates per-rank memory of `job` (effective values, see model/job.h).

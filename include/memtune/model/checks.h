@@ -32,7 +32,7 @@ enum class RuleScope {
 
 // The static description of one rule (one row of `memtune check --list-rules`).
 struct RuleInfo {
-  std::string_view id;      // stable, "<area>.<name>", e.g. "offload.pp"
+  std::string_view id;  // stable, "<area>.<name>", e.g. "offload.pp"
   Severity severity;
   RuleScope scope;
   std::string_view what;    // one line: the constraint, e.g. "cpu_offloading requires PP == 1"
@@ -43,13 +43,13 @@ struct RuleInfo {
 
 // One violated rule, with the job's offending values.
 struct Finding {
-  std::string rule_id;   // RuleInfo::id
+  std::string rule_id;  // RuleInfo::id
   Severity severity = Severity::kError;
   // Document path -> effective value, e.g. {"model.pipeline_model_parallel_size", "4"}.
   std::vector<std::pair<std::string, std::string>> fields;
-  std::string message;   // what is wrong, with the values (upstream's text where it has one)
-  std::string fix;       // what to change, naming fields and values
-  std::string source;    // RuleInfo::source
+  std::string message;  // what is wrong, with the values (upstream's text where it has one)
+  std::string fix;      // what to change, naming fields and values
+  std::string source;   // RuleInfo::source
 };
 
 // Runs every rule that applies to the job's framework and returns every violation, in

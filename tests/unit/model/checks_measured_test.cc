@@ -2,10 +2,10 @@
 // CheckJob, or fails only the rules listed here with the reason the job document, not the
 // run, is at fault.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -58,9 +58,8 @@ TEST(MeasuredPublicChecksTest, EveryMeasuredJobPassesOrIsExplained) {
       detail += "\n  " + f.rule_id + ": " + f.message;
     }
     auto it = ExplainedErrors().find(id);
-    const std::set<std::string> expected = it == ExplainedErrors().end()
-                                               ? std::set<std::string>{}
-                                               : it->second;
+    const std::set<std::string> expected =
+        it == ExplainedErrors().end() ? std::set<std::string>{} : it->second;
     EXPECT_EQ(errors, expected) << detail;
   }
   EXPECT_GE(cases, 13);

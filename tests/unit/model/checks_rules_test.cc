@@ -36,18 +36,28 @@ const std::map<std::string, FailingCase>& Cases() {
       {"layout.world-size", {[](Job& j) { j.memtune.world_size = 30; }}},
       {"layout.global-batch", {[](Job& j) { j.train.global_batch_size = 31; }}},
       {"layout.sp-needs-tp", {[](Job& j) { j.model.tensor_model_parallel_size = 1; }}},
-      {"layout.ep-tp-needs-sp",
-       {[](Job& j) { Moe(j); j.model.expert_model_parallel_size = 2;
-                     j.model.sequence_parallel = false; }}},
-      {"layout.tp-comm-overlap-needs-sp",
-       {[](Job& j) { j.model.tp_comm_overlap = true; j.model.sequence_parallel = false; }}},
-      {"layout.cp-seq-length",
-       {[](Job& j) { j.model.context_parallel_size = 2; j.model.seq_length = 4098; }}},
-      {"heads.tp-divides-heads",
-       {[](Job& j) { j.model.tensor_model_parallel_size = 8; j.model.num_attention_heads = 60;
-                     j.model.num_query_groups = 4; }}},
-      {"heads.query-groups-tp",
-       {[](Job& j) { j.model.num_attention_heads = 48; j.model.num_query_groups = 6; }}},
+      {"layout.ep-tp-needs-sp", {[](Job& j) {
+         Moe(j);
+         j.model.expert_model_parallel_size = 2;
+         j.model.sequence_parallel = false;
+       }}},
+      {"layout.tp-comm-overlap-needs-sp", {[](Job& j) {
+         j.model.tp_comm_overlap = true;
+         j.model.sequence_parallel = false;
+       }}},
+      {"layout.cp-seq-length", {[](Job& j) {
+         j.model.context_parallel_size = 2;
+         j.model.seq_length = 4098;
+       }}},
+      {"heads.tp-divides-heads", {[](Job& j) {
+         j.model.tensor_model_parallel_size = 8;
+         j.model.num_attention_heads = 60;
+         j.model.num_query_groups = 4;
+       }}},
+      {"heads.query-groups-tp", {[](Job& j) {
+         j.model.num_attention_heads = 48;
+         j.model.num_query_groups = 6;
+       }}},
       {"heads.groups-divide-heads", {[](Job& j) { j.model.num_query_groups = 12; }}},
       {"vocab.tp-divides-vocab", {[](Job& j) { j.model.vocab_size = 128255; }}},
       {"pipeline.vpp-needs-pp", {[](Job& j) { j.model.pipeline_model_parallel_size = 1; }}},
@@ -55,197 +65,266 @@ const std::map<std::string, FailingCase>& Cases() {
       {"pipeline.even-layers", {[](Job& j) { j.model.num_layers = 78; }}},
       {"pipeline.even-layers-vpp",
        {[](Job& j) { j.model.virtual_pipeline_model_parallel_size = 3; }}},
-      {"pipeline.uneven-with-account",
-       {[](Job& j) { j.model.num_layers_in_first_pipeline_stage = 20;
-                     j.model.account_for_embedding_in_pipeline_split = true; }}},
-      {"pipeline.layout-exclusive",
-       {[](Job& j) { j.model.pipeline_model_parallel_layout = "Et*20|t*20|t*20|t*20L";
-                     j.model.virtual_pipeline_model_parallel_size.reset();
-                     j.model.account_for_loss_in_pipeline_split = true; }}},
-      {"pipeline.uneven-stages",
-       {[](Job& j) { j.model.num_layers_in_first_pipeline_stage = 18; }}},
-      {"pipeline.uneven-middle",
-       {[](Job& j) { j.model.virtual_pipeline_model_parallel_size.reset();
-                     j.model.num_layers_in_first_pipeline_stage = 11;
-                     j.model.num_layers_in_last_pipeline_stage = 10; }}},
-      {"pipeline.layout-parse",
-       {[](Job& j) { j.model.pipeline_model_parallel_layout = "Et*20|t*20|t*20|t*19L";
-                     j.model.virtual_pipeline_model_parallel_size.reset(); }}},
+      {"pipeline.uneven-with-account", {[](Job& j) {
+         j.model.num_layers_in_first_pipeline_stage = 20;
+         j.model.account_for_embedding_in_pipeline_split = true;
+       }}},
+      {"pipeline.layout-exclusive", {[](Job& j) {
+         j.model.pipeline_model_parallel_layout = "Et*20|t*20|t*20|t*20L";
+         j.model.virtual_pipeline_model_parallel_size.reset();
+         j.model.account_for_loss_in_pipeline_split = true;
+       }}},
+      {"pipeline.uneven-stages", {[](Job& j) { j.model.num_layers_in_first_pipeline_stage = 18; }}},
+      {"pipeline.uneven-middle", {[](Job& j) {
+         j.model.virtual_pipeline_model_parallel_size.reset();
+         j.model.num_layers_in_first_pipeline_stage = 11;
+         j.model.num_layers_in_last_pipeline_stage = 10;
+       }}},
+      {"pipeline.layout-parse", {[](Job& j) {
+         j.model.pipeline_model_parallel_layout = "Et*20|t*20|t*20|t*19L";
+         j.model.virtual_pipeline_model_parallel_size.reset();
+       }}},
       {"pipeline.layout-vpp",
        {[](Job& j) { j.model.pipeline_model_parallel_layout = "Et*20|t*20|t*20|t*20L"; }}},
-      {"pipeline.defer-embedding-wgrad",
-       {[](Job& j) { j.model.pipeline_model_parallel_size = 1;
-                     j.model.virtual_pipeline_model_parallel_size.reset();
-                     j.model.defer_embedding_wgrad_compute = true; }}},
+      {"pipeline.defer-embedding-wgrad", {[](Job& j) {
+         j.model.pipeline_model_parallel_size = 1;
+         j.model.virtual_pipeline_model_parallel_size.reset();
+         j.model.defer_embedding_wgrad_compute = true;
+       }}},
       {"pipeline.microbatch-group", {[](Job& j) { j.train.global_batch_size = 6; }}},
       {"moe.ep-needs-experts", {[](Job& j) { j.model.expert_model_parallel_size = 2; }}},
       {"moe.experts-positive", {[](Job& j) { j.model.num_moe_experts = 0; }}},
-      {"moe.experts-divisible-ep",
-       {[](Job& j) { Moe(j); j.model.num_moe_experts = 7;
-                     j.model.expert_model_parallel_size = 2; }}},
-      {"moe.expert-layout",
-       {[](Job& j) { Moe(j); j.model.expert_model_parallel_size = 4; }}},
+      {"moe.experts-divisible-ep", {[](Job& j) {
+         Moe(j);
+         j.model.num_moe_experts = 7;
+         j.model.expert_model_parallel_size = 2;
+       }}},
+      {"moe.expert-layout", {[](Job& j) {
+         Moe(j);
+         j.model.expert_model_parallel_size = 4;
+       }}},
       {"moe.ffn-without-experts", {[](Job& j) { j.model.moe_ffn_hidden_size = 1024; }}},
-      {"moe.shared-expert-size",
-       {[](Job& j) { Moe(j); j.model.moe_shared_expert_intermediate_size = 0; }}},
-      {"moe.shared-expert-overlap-dispatcher",
-       {[](Job& j) { Moe(j); j.model.moe_shared_expert_intermediate_size = 1024;
-                     j.model.moe_shared_expert_overlap = true; }}},
-      {"moe.bias-needs-etp1", {[](Job& j) { Moe(j); j.model.add_bias_linear = true; }}},
-      {"moe.layer-freq",
-       {[](Job& j) { Moe(j); j.model.moe_layer_freq = {1, 0, 1};
-                     j.model.moe_layer_freq_is_list = true; }}},
+      {"moe.shared-expert-size", {[](Job& j) {
+         Moe(j);
+         j.model.moe_shared_expert_intermediate_size = 0;
+       }}},
+      {"moe.shared-expert-overlap-dispatcher", {[](Job& j) {
+         Moe(j);
+         j.model.moe_shared_expert_intermediate_size = 1024;
+         j.model.moe_shared_expert_overlap = true;
+       }}},
+      {"moe.bias-needs-etp1", {[](Job& j) {
+         Moe(j);
+         j.model.add_bias_linear = true;
+       }}},
+      {"moe.layer-freq", {[](Job& j) {
+         Moe(j);
+         j.model.moe_layer_freq = {1, 0, 1};
+         j.model.moe_layer_freq_is_list = true;
+       }}},
       {"moe.ep-overlap", {[](Job& j) { j.model.overlap_moe_expert_parallel_comm = true; }}},
-      {"recompute.full-needs-method",
-       {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kFull;
-                     j.model.recompute_num_layers = 1; }}},
-      {"recompute.full-needs-num-layers",
-       {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kFull;
-                     j.model.recompute_method = RecomputeMethod::kUniform; }}},
-      {"recompute.num-layers-range",
-       {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kFull;
-                     j.model.recompute_method = RecomputeMethod::kUniform;
-                     j.model.recompute_num_layers = 21; }}},
-      {"recompute.selective-num-layers",
-       {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_num_layers = 1; }}},
-      {"recompute.selective-method",
-       {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_method = RecomputeMethod::kBlock; }}},
+      {"recompute.full-needs-method", {[](Job& j) {
+         j.model.recompute_granularity = RecomputeGranularity::kFull;
+         j.model.recompute_num_layers = 1;
+       }}},
+      {"recompute.full-needs-num-layers", {[](Job& j) {
+         j.model.recompute_granularity = RecomputeGranularity::kFull;
+         j.model.recompute_method = RecomputeMethod::kUniform;
+       }}},
+      {"recompute.num-layers-range", {[](Job& j) {
+         j.model.recompute_granularity = RecomputeGranularity::kFull;
+         j.model.recompute_method = RecomputeMethod::kUniform;
+         j.model.recompute_num_layers = 21;
+       }}},
+      {"recompute.selective-num-layers", {[](Job& j) {
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_num_layers = 1;
+       }}},
+      {"recompute.selective-method", {[](Job& j) {
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_method = RecomputeMethod::kBlock;
+       }}},
       {"recompute.no-granularity",
        {[](Job& j) { j.model.recompute_method = RecomputeMethod::kUniform; }}},
-      {"recompute.distribute-saved-sp",
-       {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kFull;
-                     j.model.recompute_method = RecomputeMethod::kUniform;
-                     j.model.recompute_num_layers = 1;
-                     j.model.distribute_saved_activations = true; }}},
-      {"recompute.distribute-saved",
-       {[](Job& j) { j.model.distribute_saved_activations = true; }}},
-      {"recompute.modules-valid",
-       {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_modules = {"mlp", "attention"}; }}},
-      {"recompute.moe-act-grouped-gemm",
-       {[](Job& j) { Moe(j); j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_modules = {"moe_act"}; }}},
-      {"recompute.mla-up-proj",
-       {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_modules = {"mla_up_proj"}; }}},
+      {"recompute.distribute-saved-sp", {[](Job& j) {
+         j.model.recompute_granularity = RecomputeGranularity::kFull;
+         j.model.recompute_method = RecomputeMethod::kUniform;
+         j.model.recompute_num_layers = 1;
+         j.model.distribute_saved_activations = true;
+       }}},
+      {"recompute.distribute-saved", {[](Job& j) { j.model.distribute_saved_activations = true; }}},
+      {"recompute.modules-valid", {[](Job& j) {
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_modules = {"mlp", "attention"};
+       }}},
+      {"recompute.moe-act-grouped-gemm", {[](Job& j) {
+         Moe(j);
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_modules = {"moe_act"};
+       }}},
+      {"recompute.mla-up-proj", {[](Job& j) {
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_modules = {"mla_up_proj"};
+       }}},
       {"recompute.core-attn",
        {[](Job& j) { j.model.recompute_granularity = RecomputeGranularity::kSelective; }}},
-      {"recompute.shared-experts-overlap",
-       {[](Job& j) { Moe(j); j.model.moe_shared_expert_intermediate_size = 1024;
-                     j.model.moe_shared_expert_overlap = true;
-                     j.model.moe_token_dispatcher_type = "alltoall";
-                     j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_modules = {"shared_experts"}; }}},
-      {"recompute.fp8-delayed-modules",
-       {[](Job& j) { j.model.fp8 = "hybrid"; j.model.fp8_recipe = "delayed";
-                     j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_modules = {"layernorm"}; }}},
-      {"offload.num-layers",
-       {[](Job& j) { j.model.cpu_offloading = true; j.model.cpu_offloading_num_layers = 80; }}},
-      {"offload.pp",
-       {[](Job& j) { j.model.cpu_offloading = true; j.model.cpu_offloading_num_layers = 1; }}},
-      {"offload.recompute",
-       {[](Job& j) { j.model.cpu_offloading = true;
-                     j.model.recompute_granularity = RecomputeGranularity::kSelective; }}},
-      {"offload.cuda-graphs",
-       {[](Job& j) { j.model.cpu_offloading = true; j.model.cuda_graph_impl = "local"; }}},
+      {"recompute.shared-experts-overlap", {[](Job& j) {
+         Moe(j);
+         j.model.moe_shared_expert_intermediate_size = 1024;
+         j.model.moe_shared_expert_overlap = true;
+         j.model.moe_token_dispatcher_type = "alltoall";
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_modules = {"shared_experts"};
+       }}},
+      {"recompute.fp8-delayed-modules", {[](Job& j) {
+         j.model.fp8 = "hybrid";
+         j.model.fp8_recipe = "delayed";
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_modules = {"layernorm"};
+       }}},
+      {"offload.num-layers", {[](Job& j) {
+         j.model.cpu_offloading = true;
+         j.model.cpu_offloading_num_layers = 80;
+       }}},
+      {"offload.pp", {[](Job& j) {
+         j.model.cpu_offloading = true;
+         j.model.cpu_offloading_num_layers = 1;
+       }}},
+      {"offload.recompute", {[](Job& j) {
+         j.model.cpu_offloading = true;
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+       }}},
+      {"offload.cuda-graphs", {[](Job& j) {
+         j.model.cpu_offloading = true;
+         j.model.cuda_graph_impl = "local";
+       }}},
       {"offload.nothing-offloaded", {[](Job& j) { j.model.cpu_offloading = true; }}},
-      {"offload.fine-grained-exclusive",
-       {[](Job& j) { j.model.cpu_offloading = true;
-                     j.model.fine_grained_activation_offloading = true;
-                     j.model.offload_modules = {"core_attn"}; }}},
+      {"offload.fine-grained-exclusive", {[](Job& j) {
+         j.model.cpu_offloading = true;
+         j.model.fine_grained_activation_offloading = true;
+         j.model.offload_modules = {"core_attn"};
+       }}},
       {"offload.modules-valid",
        {[](Job& j) { j.model.fine_grained_activation_offloading = true; }}},
-      {"offload.attn-proj-needs-core-attn",
-       {[](Job& j) { j.model.fine_grained_activation_offloading = true;
-                     j.model.offload_modules = {"attn_proj"}; }}},
-      {"offload.inside-recomputed-moe",
-       {[](Job& j) { Moe(j); j.model.fine_grained_activation_offloading = true;
-                     j.model.offload_modules = {"moe_act"};
-                     j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_modules = {"moe"}; }}},
-      {"offload.fused-group-mlp",
-       {[](Job& j) { j.model.fine_grained_activation_offloading = true;
-                     j.model.offload_modules = {"fused_group_mlp", "moe_act"}; }}},
-      {"offload.fine-grained-cuda-graph",
-       {[](Job& j) { j.model.fine_grained_activation_offloading = true;
-                     j.model.offload_modules = {"core_attn"};
-                     j.model.cuda_graph_impl = "local"; j.model.cuda_graph_scope = {"attn"}; }}},
+      {"offload.attn-proj-needs-core-attn", {[](Job& j) {
+         j.model.fine_grained_activation_offloading = true;
+         j.model.offload_modules = {"attn_proj"};
+       }}},
+      {"offload.inside-recomputed-moe", {[](Job& j) {
+         Moe(j);
+         j.model.fine_grained_activation_offloading = true;
+         j.model.offload_modules = {"moe_act"};
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_modules = {"moe"};
+       }}},
+      {"offload.fused-group-mlp", {[](Job& j) {
+         j.model.fine_grained_activation_offloading = true;
+         j.model.offload_modules = {"fused_group_mlp", "moe_act"};
+       }}},
+      {"offload.fine-grained-cuda-graph", {[](Job& j) {
+         j.model.fine_grained_activation_offloading = true;
+         j.model.offload_modules = {"core_attn"};
+         j.model.cuda_graph_impl = "local";
+         j.model.cuda_graph_scope = {"attn"};
+       }}},
       {"precision.fp16-bf16", {[](Job& j) { j.model.fp16 = true; }}},
-      {"precision.fp8-delayed-first-last",
-       {[](Job& j) { j.model.fp8 = "hybrid"; j.model.fp8_recipe = "delayed";
-                     j.model.first_last_layers_bf16 = true; }}},
-      {"precision.bf16-layers-range",
-       {[](Job& j) { j.model.fp8 = "hybrid"; j.model.fp8_recipe = "tensorwise";
-                     j.model.first_last_layers_bf16 = true;
-                     j.model.num_layers_at_start_in_bf16 = 21; }}},
+      {"precision.fp8-delayed-first-last", {[](Job& j) {
+         j.model.fp8 = "hybrid";
+         j.model.fp8_recipe = "delayed";
+         j.model.first_last_layers_bf16 = true;
+       }}},
+      {"precision.bf16-layers-range", {[](Job& j) {
+         j.model.fp8 = "hybrid";
+         j.model.fp8_recipe = "tensorwise";
+         j.model.first_last_layers_bf16 = true;
+         j.model.num_layers_at_start_in_bf16 = 21;
+       }}},
       {"precision.fp8-param", {[](Job& j) { j.model.fp8_param = true; }}},
       {"precision.fp4-param", {[](Job& j) { j.model.fp4_param = true; }}},
-      {"precision.fp4-fp8", {[](Job& j) { j.model.fp4 = "e2m1"; j.model.fp8 = "hybrid"; }}},
-      {"precision.ce-fusion-te",
-       {[](Job& j) { j.model.cross_entropy_loss_fusion = true;
-                     j.model.cross_entropy_fusion_impl = "te"; }}},
-      {"optimizer.precision-aware-adam",
-       {[](Job& j) { j.optimizer.use_precision_aware_optimizer = true;
-                     j.optimizer.optimizer = "sgd"; }}},
+      {"precision.fp4-fp8", {[](Job& j) {
+         j.model.fp4 = "e2m1";
+         j.model.fp8 = "hybrid";
+       }}},
+      {"precision.ce-fusion-te", {[](Job& j) {
+         j.model.cross_entropy_loss_fusion = true;
+         j.model.cross_entropy_fusion_impl = "te";
+       }}},
+      {"optimizer.precision-aware-adam", {[](Job& j) {
+         j.optimizer.use_precision_aware_optimizer = true;
+         j.optimizer.optimizer = "sgd";
+       }}},
       {"optimizer.state-dtypes", {[](Job& j) { j.optimizer.exp_avg_dtype = Dtype::kBf16; }}},
       {"optimizer.cpu-offload", {[](Job& j) { j.optimizer.optimizer_cpu_offload = true; }}},
       {"cudagraph.impl-valid", {[](Job& j) { j.model.cuda_graph_impl = "cudagraph"; }}},
-      {"cudagraph.scope-valid",
-       {[](Job& j) { j.model.cuda_graph_impl = "transformer_engine";
-                     j.model.cuda_graph_scope = {"layer"}; }}},
-      {"cudagraph.full-iteration-scope",
-       {[](Job& j) { j.model.cuda_graph_impl = "full_iteration";
-                     j.model.cuda_graph_scope = {"attn"}; }}},
-      {"cudagraph.full-recompute",
-       {[](Job& j) { j.model.cuda_graph_impl = "transformer_engine";
-                     j.model.recompute_granularity = RecomputeGranularity::kFull;
-                     j.model.recompute_method = RecomputeMethod::kUniform;
-                     j.model.recompute_num_layers = 1; }}},
-      {"cudagraph.moe-scopes",
-       {[](Job& j) { j.model.cuda_graph_impl = "transformer_engine";
-                     j.model.cuda_graph_scope = {"moe_router"}; }}},
-      {"cudagraph.dropout-recompute",
-       {[](Job& j) { j.model.cuda_graph_impl = "transformer_engine";
-                     j.model.cuda_graph_scope = {"attn"}; j.model.attention_dropout = 0.1;
-                     j.model.recompute_granularity = RecomputeGranularity::kSelective; }}},
-      {"cudagraph.moe-recompute-router",
-       {[](Job& j) { Moe(j); j.model.cuda_graph_impl = "transformer_engine";
-                     j.model.cuda_graph_scope = {"moe_router"};
-                     j.model.recompute_granularity = RecomputeGranularity::kSelective;
-                     j.model.recompute_modules = {"moe"}; }}},
-      {"cudagraph.ep-overlap-scope",
-       {[](Job& j) { Moe(j); j.model.overlap_moe_expert_parallel_comm = true;
-                     j.model.cuda_graph_impl = "transformer_engine";
-                     j.model.cuda_graph_scope = {"mlp"}; }}},
-      {"alloc.expandable-nccl-ub",
-       {[](Job& j) { j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
-                     j.ddp.nccl_ub = true; }}},
-      {"alloc.cuda-graph-nccl-register",
-       {[](Job& j) { j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
-                     j.model.cuda_graph_impl = "local"; }}},
-      {"alloc.cuda-graph-nccl-register-blackwell",
-       {[](Job& j) { j.memtune.env["PYTORCH_ALLOC_CONF"] = "expandable_segments:True";
-                     j.model.cuda_graph_impl = "local"; j.memtune.gpu = "b200"; }}},
-      {"peft.regather-ineligible",
-       {[](Job& j) { j.peft = PeftConfig{}; j.peft->sequence_parallel_input_regather = true;
-                     j.model.cuda_graph_impl = "transformer_engine";
-                     j.model.cuda_graph_scope = {"mlp"}; }}},
+      {"cudagraph.scope-valid", {[](Job& j) {
+         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_scope = {"layer"};
+       }}},
+      {"cudagraph.full-iteration-scope", {[](Job& j) {
+         j.model.cuda_graph_impl = "full_iteration";
+         j.model.cuda_graph_scope = {"attn"};
+       }}},
+      {"cudagraph.full-recompute", {[](Job& j) {
+         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.recompute_granularity = RecomputeGranularity::kFull;
+         j.model.recompute_method = RecomputeMethod::kUniform;
+         j.model.recompute_num_layers = 1;
+       }}},
+      {"cudagraph.moe-scopes", {[](Job& j) {
+         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_scope = {"moe_router"};
+       }}},
+      {"cudagraph.dropout-recompute", {[](Job& j) {
+         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_scope = {"attn"};
+         j.model.attention_dropout = 0.1;
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+       }}},
+      {"cudagraph.moe-recompute-router", {[](Job& j) {
+         Moe(j);
+         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_scope = {"moe_router"};
+         j.model.recompute_granularity = RecomputeGranularity::kSelective;
+         j.model.recompute_modules = {"moe"};
+       }}},
+      {"cudagraph.ep-overlap-scope", {[](Job& j) {
+         Moe(j);
+         j.model.overlap_moe_expert_parallel_comm = true;
+         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_scope = {"mlp"};
+       }}},
+      {"alloc.expandable-nccl-ub", {[](Job& j) {
+         j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
+         j.ddp.nccl_ub = true;
+       }}},
+      {"alloc.cuda-graph-nccl-register", {[](Job& j) {
+         j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
+         j.model.cuda_graph_impl = "local";
+       }}},
+      {"alloc.cuda-graph-nccl-register-blackwell", {[](Job& j) {
+         j.memtune.env["PYTORCH_ALLOC_CONF"] = "expandable_segments:True";
+         j.model.cuda_graph_impl = "local";
+         j.memtune.gpu = "b200";
+       }}},
+      {"peft.regather-ineligible", {[](Job& j) {
+         j.peft = PeftConfig{};
+         j.peft->sequence_parallel_input_regather = true;
+         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_scope = {"mlp"};
+       }}},
       {"peft.regather-advice", {[](Job& j) { j.peft = PeftConfig{}; }}},
-      {"ddp.overlap-param-gather-sharded",
-       {[](Job& j) { j.ddp.overlap_param_gather = true; j.ddp.overlap_grad_reduce = true;
-                     j.ddp.use_distributed_optimizer = false;
-                     j.optimizer.use_distributed_optimizer = false; }}},
-      {"ddp.overlap-param-gather-grad-reduce",
-       {[](Job& j) { j.ddp.overlap_param_gather = true; }}},
+      {"ddp.overlap-param-gather-sharded", {[](Job& j) {
+         j.ddp.overlap_param_gather = true;
+         j.ddp.overlap_grad_reduce = true;
+         j.ddp.use_distributed_optimizer = false;
+         j.optimizer.use_distributed_optimizer = false;
+       }}},
+      {"ddp.overlap-param-gather-grad-reduce", {[](Job& j) { j.ddp.overlap_param_gather = true; }}},
       {"ddp.dist-opt-instances", {[](Job& j) { j.ddp.num_distributed_optimizer_instances = 3; }}},
       {"fsdp.shard-degree", {[](Job& j) { j.memtune.fsdp2.shard_degree = 3; }, true}},
       {"fsdp.activation-checkpoint",
        {[](Job& j) { j.memtune.fsdp2.activation_checkpoint = "op"; }, true}},
-      {"fsdp.megatron-levers-ignored",
-       {[](Job& j) { j.model.cpu_offloading = true; }, true}},
+      {"fsdp.megatron-levers-ignored", {[](Job& j) { j.model.cpu_offloading = true; }, true}},
   };
   return *cases;
 }

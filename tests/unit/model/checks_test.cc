@@ -15,11 +15,11 @@
 namespace memtune::model {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::Pair;
 using testing::BaseJob;
+using ::testing::ElementsAre;
 using testing::FindRule;
 using testing::Ids;
+using ::testing::Pair;
 
 TEST(CheckJobTest, OffloadWithPipelineUsesTheUpstreamMessage) {
   Job job = BaseJob();
@@ -83,8 +83,9 @@ TEST(CheckJobTest, EvenLayersMessageCountsTheEmbeddingAndLoss) {
   const std::vector<Finding> findings = CheckJob(job);
   const Finding* f = FindRule(findings, "pipeline.even-layers");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->message,
-            "num_layers + 1 (embedding) = 81 must be divisible by pipeline_model_parallel_size (4)");
+  EXPECT_EQ(
+      f->message,
+      "num_layers + 1 (embedding) = 81 must be divisible by pipeline_model_parallel_size (4)");
 }
 
 TEST(CheckJobTest, NcclGraphRegisterIsAnErrorForTeGraphsEvenOnBlackwell) {
@@ -119,13 +120,14 @@ TEST(CheckJobTest, LocalGraphsOnBlackwellOnlyWarn) {
 
 TEST(CheckJobTest, ReportsEveryViolationAtOnce) {
   Job job = BaseJob();
-  job.memtune.world_size = 30;                   // layout.world-size
-  job.model.num_attention_heads = 62;            // heads.tp-divides-heads, groups-divide-heads
-  job.model.cpu_offloading = true;               // offload.pp, offload.nothing-offloaded
+  job.memtune.world_size = 30;         // layout.world-size
+  job.model.num_attention_heads = 62;  // heads.tp-divides-heads, groups-divide-heads
+  job.model.cpu_offloading = true;     // offload.pp, offload.nothing-offloaded
   job.model.recompute_granularity = RecomputeGranularity::kFull;  // offload.recompute, ...
   job.ddp.nccl_ub = true;
-  job.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "garbage_collection_threshold:0.8,"
-                                               "expandable_segments:True";
+  job.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] =
+      "garbage_collection_threshold:0.8,"
+      "expandable_segments:True";
   const std::vector<Finding> findings = CheckJob(job);
   EXPECT_EQ(Ids(findings),
             (std::vector<std::string>{
@@ -194,8 +196,8 @@ TEST(CheckJobTest, MegatronOnlyRulesSkipFsdp2Jobs) {
   job.model.sequence_parallel = true;  // layout.sp-needs-tp is Megatron-only
   EXPECT_EQ(Ids(CheckJob(job)), std::vector<std::string>{});
   job.memtune.world_size = 12;  // layout.world-size applies to both; shard 8 does not fit
-  EXPECT_EQ(Ids(CheckJob(job)), (std::vector<std::string>{"layout.global-batch",
-                                                           "fsdp.shard-degree"}));
+  EXPECT_EQ(Ids(CheckJob(job)),
+            (std::vector<std::string>{"layout.global-batch", "fsdp.shard-degree"}));
 }
 
 TEST(CheckJobTest, ZeroSizesAreReportedNotDividedBy) {
@@ -231,9 +233,9 @@ TEST(RuleTableTest, DocsListEveryRule) {
   std::stringstream text;
   text << in.rdbuf();
   for (const RuleInfo& rule : ListRules()) {
-    EXPECT_NE(text.str().find("| `" + std::string(rule.id) + "` | " +
-                              SeverityName(rule.severity) + " |"),
-              std::string::npos)
+    EXPECT_NE(
+        text.str().find("| `" + std::string(rule.id) + "` | " + SeverityName(rule.severity) + " |"),
+        std::string::npos)
         << rule.id;
   }
 }
@@ -250,10 +252,12 @@ TEST(HelpersTest, BlackwellNames) {
 
 TEST(HelpersTest, ExpandableSegmentsParsing) {
   EXPECT_TRUE(AllocConfEnablesExpandableSegments("expandable_segments:True"));
-  EXPECT_TRUE(AllocConfEnablesExpandableSegments(" max_split_size_mb:128, expandable_segments : True"));
+  EXPECT_TRUE(
+      AllocConfEnablesExpandableSegments(" max_split_size_mb:128, expandable_segments : True"));
   EXPECT_FALSE(AllocConfEnablesExpandableSegments("expandable_segments:False"));
   EXPECT_FALSE(AllocConfEnablesExpandableSegments("expandable_segments:true"));
-  EXPECT_FALSE(AllocConfEnablesExpandableSegments("expandable_segments:True,expandable_segments:False"));
+  EXPECT_FALSE(
+      AllocConfEnablesExpandableSegments("expandable_segments:True,expandable_segments:False"));
   EXPECT_FALSE(AllocConfEnablesExpandableSegments(""));
 }
 

@@ -42,7 +42,8 @@ TEST(PipelineLayoutTest, Errors) {
   auto bad_char = ParsePipelineLayout("Etx|tL", 2);
   ASSERT_FALSE(bad_char.has_value());
   EXPECT_EQ(bad_char.error().field, "model.pipeline_model_parallel_layout");
-  EXPECT_EQ(bad_char.error().message, "invalid layer character 'x'; known layer characters: E, L, t, m");
+  EXPECT_EQ(bad_char.error().message,
+            "invalid layer character 'x'; known layer characters: E, L, t, m");
 
   auto bad_count = ParsePipelineLayout("Et|t|tL", 2);
   ASSERT_FALSE(bad_count.has_value());
@@ -57,14 +58,14 @@ TEST(PipelineLayoutTest, Errors) {
 TEST(PipelineLayoutTest, ValidationListsEveryProblem) {
   auto layout = ParsePipelineLayout("tE|tmtE", 2);
   ASSERT_TRUE(layout.has_value());
-  EXPECT_EQ(ValidatePipelineLayout(*layout, 4, 0),
-            (std::vector<std::string>{
-                "the first layer must be embedding (E)", "the last layer must be loss (L)",
-                "embedding (E) must be specified exactly once",
-                "loss (L) must be specified exactly once",
-                "the layout has 3 decoder layers (t) but num_layers is 4",
-                "the layout has 1 MTP layers (m) but mtp_num_layers is 0",
-                "decoder layers (t) must be placed before MTP layers (m)"}));
+  EXPECT_EQ(
+      ValidatePipelineLayout(*layout, 4, 0),
+      (std::vector<std::string>{
+          "the first layer must be embedding (E)", "the last layer must be loss (L)",
+          "embedding (E) must be specified exactly once", "loss (L) must be specified exactly once",
+          "the layout has 3 decoder layers (t) but num_layers is 4",
+          "the layout has 1 MTP layers (m) but mtp_num_layers is 0",
+          "decoder layers (t) must be placed before MTP layers (m)"}));
 }
 
 }  // namespace
