@@ -112,7 +112,7 @@ Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& 
     }
     e.ranks.push_back(std::move(rank));
   }
-  AddAssumptions(job, e);
+  if (options.with_explanations) AddAssumptions(job, e);
   return e;
 }
 

@@ -123,13 +123,10 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
   const auto& m = job.model;
   const bool frozen = job.peft.has_value();
   RankParams r;
+  std::int64_t count[2][2] = {};  // layers of each kind, [moe][fp8]
   auto add_layer = [&](int layer) {
     const bool moe = layer < static_cast<int>(catalog.moe_pattern.size()) && catalog.moe_pattern[layer];
-    const bool fp8_layer = !IsBf16Layer(m, layer);
-    Add(r, catalog.layer[moe][fp8_layer ? 1 : 0], 1, frozen);
-    r.dense_hp += catalog.lora[moe];
-    if (!m.fp8.empty() && fp8_layer) r.te_linear += catalog.te_linear[moe];
-    r.largest_layer = std::max(r.largest_layer, catalog.layer[moe][0].Total());
+    ++count[moe][IsBf16Layer(m, layer) ? 0 : 1];
   };
   for (const auto& chunk : stage.chunks) {
     for (int i = 0; i < chunk.num_layers; ++i) add_layer(chunk.first_layer + i);
@@ -143,6 +140,16 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
       // Tied embeddings with PP > 1: the last stage keeps its own copy of the word
       // embedding as the output weight (MCore LanguageModule.setup_embeddings_and_output_layer).
       if (m.share_embeddings_and_output_weights && pp_size > 1) Add(r, catalog.word_embedding, 1, frozen);
+    }
+  }
+  for (int moe = 0; moe < 2; ++moe) {
+    for (int fp8 = 0; fp8 < 2; ++fp8) {
+      const std::int64_t n = count[moe][fp8];
+      if (n == 0) continue;
+      Add(r, catalog.layer[moe][fp8], n, frozen);
+      r.dense_hp += catalog.lora[moe] * n;
+      if (!m.fp8.empty() && fp8 == 1) r.te_linear += catalog.te_linear[moe] * n;
+      r.largest_layer = std::max(r.largest_layer, catalog.layer[moe][0].Total());
     }
   }
   return r;

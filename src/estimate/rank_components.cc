@@ -9,8 +9,9 @@ namespace {
 // Activations of one model chunk for one micro-batch, with the full-recompute and CPU
 // offloading policy of megatron/core/transformer/transformer_block.py applied.
 struct ChunkActivations {
-  ActBytes bytes{};
-  std::int64_t transient = 0;  // largest backward working set (incl. recompute replay)
+  int count[2][2] = {};             // fully stored layers of each kind, [moe][fp8]
+  std::int64_t checkpoint = 0;      // full-recompute checkpoint inputs
+  std::int64_t transient = 0;       // largest backward working set (incl. recompute replay)
 };
 
 bool IsMoeLayer(const JobFacts& f, int layer) {
@@ -29,8 +30,7 @@ ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const
   const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
   const int per_unit = std::max(1, m.recompute_num_layers.value_or(1));
   const bool offload = m.cpu_offloading && m.cpu_offloading_activations && m.cpu_offloading_num_layers > 0;
-  // Layers of each kind ([moe][fp8]) in this chunk; the hot path multiplies per-kind sums.
-  int count[2][2] = {};
+  // Layers of each kind in this chunk; the rank multiplies per-kind sums once.
   std::int64_t largest_layer = 0;
   for (int i = 0; i < n; ++i) {
     const int layer = LayerIndex(m, chunk, i);
@@ -41,18 +41,12 @@ ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const
     const bool checkpointed = full && (m.recompute_method == model::RecomputeMethod::kUniform || i < per_unit);
     if (checkpointed) {
       const bool group_start = m.recompute_method != model::RecomputeMethod::kUniform || i % per_unit == 0;
-      if (group_start) out.bytes[kCheckpointInput] += f.checkpoint_input;
+      if (group_start) out.checkpoint += f.checkpoint_input;
     } else if (!(offload && i < m.cpu_offloading_num_layers)) {
-      ++count[moe][fp8];
+      ++out.count[moe][fp8];
     }
     largest_layer = std::max(largest_layer, f.layer_total[moe][fp8]);
     out.transient = std::max(out.transient, f.workspace[moe][fp8]);
-  }
-  for (int moe = 0; moe < 2; ++moe) {
-    for (int fp8 = 0; fp8 < 2; ++fp8) {
-      if (count[moe][fp8] == 0) continue;
-      for (int t = 0; t < kNumActTensors; ++t) out.bytes[t] += count[moe][fp8] * f.layer[moe][fp8][t];
-    }
   }
   if (full) {  // the backward re-materialises one checkpointed unit
     const int replayed = m.recompute_method == model::RecomputeMethod::kUniform ? std::min(per_unit, n) : 1;
@@ -74,19 +68,19 @@ struct Pusher {
 };
 
 void PushModelState(const Pusher& push, const ModelStateBytes& s) {
-  push("parameters", s.params_hp, ComponentKind::kParameters,
+  push("params", s.params_hp, ComponentKind::kParameters,
        "parameters in params_dtype (embeddings, norms, non-fp8 weights, frozen PEFT base)");
-  push("parameters.fp8", s.params_fp8, ComponentKind::kParameters,
+  push("params.fp8", s.params_fp8, ComponentKind::kParameters,
        "fp8 Transformer Engine linear weights (uint8 param buffer, fp8_param_gather)");
-  push("parameters.fp8_t", s.fp8_transpose, ComponentKind::kParameters,
+  push("params.fp8_t", s.fp8_transpose, ComponentKind::kParameters,
        "fp8 transposed copies (Hopper) or TE's cached fp8 weights when params are not fp8");
   push("buffers", s.buffers, ComponentKind::kParameters, "persistent fp32 buffers (router expert bias)");
-  push("gradients", s.grads, ComponentKind::kGradients,
+  push("grads", s.grads, ComponentKind::kGradients,
        "DDP gradient buffer of requires_grad parameters (fp32 if grad_reduce_in_fp32)");
-  push("optimizer.main", s.main_params, ComponentKind::kOptimizer,
+  push("opt.main", s.main_params, ComponentKind::kOptimizer,
        "fp32 master parameters (sharded by the distributed optimizer)");
-  push("optimizer.exp_avg", s.exp_avg, ComponentKind::kOptimizer, "Adam first moment");
-  push("optimizer.exp_avg_sq", s.exp_avg_sq, ComponentKind::kOptimizer, "Adam second moment");
+  push("opt.exp_avg", s.exp_avg, ComponentKind::kOptimizer, "Adam first moment");
+  push("opt.exp_avg_sq", s.exp_avg_sq, ComponentKind::kOptimizer, "Adam second moment");
 }
 
 }  // namespace
@@ -96,8 +90,11 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   JobFacts f;
   f.act = MakeActContext(job);
   f.params = MakeParamCatalog(job);
-  for (int moe = 0; moe < 2; ++moe) {
-    for (int fp8 = 0; fp8 < 2; ++fp8) {
+  // Only the layer kinds the job has: MoE layers need experts, bf16 layers of an fp8 job
+  // need first_last_layers_bf16 (otherwise every layer uses index fp8 = 1).
+  const bool has_moe = m.num_moe_experts.value_or(0) > 0;
+  for (int moe = 0; moe < (has_moe ? 2 : 1); ++moe) {
+    for (int fp8 = m.first_last_layers_bf16 ? 0 : 1; fp8 < 2; ++fp8) {
       f.layer[moe][fp8] = LayerActivations(f.act, moe == 1, fp8 == 1);
       f.layer_total[moe][fp8] = SumBytes(f.layer[moe][fp8]);
       f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1);
@@ -137,13 +134,15 @@ RankEstimate EstimateRank(const model::Job& job, const JobFacts& f, const StageL
   const auto live = LiveMicrobatchesPerChunk(p, stage.pp_rank, chunks, f.num_microbatches,
                                              f.group_size, m.overlap_moe_expert_parallel_comm);
   ActBytes held{};
+  std::int64_t kind_live[2][2] = {};  // layer-micro-batches of each kind held
   std::int64_t embedding = 0, output_hidden = 0, logits = 0, transient = 0, logits_transient = 0;
   for (int c = 0; c < chunks; ++c) {
     r.in_flight_microbatches += live[c];
     if (live[c] == 0) continue;
     const ModelChunk& chunk = stage.chunks[c];
     const ChunkActivations a = ChunkActivation(job, f, chunk);
-    for (int t = 0; t < kNumActTensors; ++t) held[t] += a.bytes[t] * live[c];
+    for (int k = 0; k < 4; ++k) kind_live[k / 2][k % 2] += std::int64_t{a.count[k / 2][k % 2]} * live[c];
+    held[kCheckpointInput] += a.checkpoint * live[c];
     transient = std::max(transient, a.transient);
     if (chunk.has_embedding) embedding += f.embedding_per_mb * live[c];
     if (chunk.has_output) {
@@ -151,6 +150,12 @@ RankEstimate EstimateRank(const model::Job& job, const JobFacts& f, const StageL
       logits += f.logits_per_mb * live[c];
       logits_transient = f.logits_transient;
     }
+  }
+  for (int k = 0; k < 4; ++k) {
+    const std::int64_t n = kind_live[k / 2][k % 2];
+    if (n == 0) continue;
+    const ActBytes& layer = f.layer[k / 2][k % 2];
+    for (int t = 0; t < kNumActTensors; ++t) held[t] += n * layer[t];
   }
   const std::int64_t model_state = state.Total();
   const std::int64_t activations = SumBytes(held) + embedding + output_hidden + logits;
@@ -175,14 +180,14 @@ RankEstimate EstimateRank(const model::Job& job, const JobFacts& f, const StageL
     push("act.output", output_hidden, ComponentKind::kActivations, "final-norm input and output-layer input");
     push("act.logits", logits, ComponentKind::kLogits,
          "logits kept for the loss backward (fp32 softmax unfused, bf16 fused)");
-    push("transient.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
+    push("tmp.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
          "largest one-layer backward working set (gradients, gathered inputs, recompute replay) or logits gradient");
-    push("transient.fsdp", state.fsdp_gather, ComponentKind::kTransient,
+    push("tmp.fsdp", state.fsdp_gather, ComponentKind::kTransient,
          "Megatron-FSDP unsharded parameters of the current and prefetched layer");
   } else {
     r.peak_phase = "optimizer step";
     r.transient_bytes = state.step_transient;
-    push("transient.step", state.step_transient, ComponentKind::kTransient,
+    push("tmp.step", state.step_transient, ComponentKind::kTransient,
          "fp32 copies of the bf16 gradient shard made by the optimizer step");
   }
   r.allocated_bytes = std::max(r.backward_peak_bytes, r.step_peak_bytes);

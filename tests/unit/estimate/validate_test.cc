@@ -71,7 +71,9 @@ TEST(ValidateTest, RankOverridePicksTheStage) {
   last.rank_override = "last";
   const auto report = Validate(cases, last);
   for (const auto& c : report.cases) {
-    if (c.measured.id == "mb-skill-llama3-70b-sft-fp8-pp8") EXPECT_EQ(c.accurate.pp_rank, 7);
+    if (c.measured.id == "mb-skill-llama3-70b-sft-fp8-pp8") {
+      EXPECT_EQ(c.accurate.pp_rank, 7);
+    }
   }
 }
 
