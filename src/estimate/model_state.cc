@@ -124,7 +124,12 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
   const bool frozen = job.peft.has_value();
   RankParams r;
   std::int64_t count[2][2] = {};  // layers of each kind, [moe][fp8]
+  const bool uniform = m.num_moe_experts.value_or(0) <= 0 && !m.first_last_layers_bf16;
   auto add_layer = [&](int layer) {
+    if (uniform) {  // hot path: dense layers, none kept in bf16
+      ++count[0][1];
+      return;
+    }
     const bool moe = layer < static_cast<int>(catalog.moe_pattern.size()) && catalog.moe_pattern[layer];
     ++count[moe][IsBf16Layer(m, layer) ? 0 : 1];
   };

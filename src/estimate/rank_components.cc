@@ -32,6 +32,12 @@ ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const
   const bool offload = m.cpu_offloading && m.cpu_offloading_activations && m.cpu_offloading_num_layers > 0;
   // Layers of each kind in this chunk; the rank multiplies per-kind sums once.
   std::int64_t largest_layer = 0;
+  if (f.uniform_kind >= 0 && !full && !offload) {  // hot path: all layers alike
+    const int moe = f.uniform_kind / 2, fp8 = f.uniform_kind % 2;
+    out.count[moe][fp8] = n;
+    out.transient = n > 0 ? f.workspace[moe][fp8] : 0;
+    return out;
+  }
   for (int i = 0; i < n; ++i) {
     const int layer = LayerIndex(m, chunk, i);
     const int moe = IsMoeLayer(f, layer) ? 1 : 0, fp8 = IsBf16Layer(m, layer) ? 0 : 1;
@@ -63,7 +69,7 @@ struct Pusher {
   bool explain;
   void operator()(const char* name, std::int64_t bytes, ComponentKind kind, const char* explanation) const {
     if (bytes == 0) return;
-    r.components.push_back(Component{name, bytes, kind, false, explain ? explanation : ""});
+    r.components.emplace_back(name, bytes, kind, false, explain ? explanation : "");
   }
 };
 
@@ -100,6 +106,7 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
       f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1);
     }
   }
+  if (!has_moe && !m.first_last_layers_bf16) f.uniform_kind = 1;  // dense, fp8 index 1
   f.checkpoint_input = CheckpointInputBytes(f.act, m.distribute_saved_activations);
   const std::int64_t tokens = f.act.tokens;
   const std::int64_t hid = m.hidden_size / f.act.hid_div;

@@ -17,6 +17,7 @@ struct JobFacts {
   ParamCatalog params;
   ActBytes layer[2][2] = {};            // [moe][fp8 layer]
   std::int64_t layer_total[2][2] = {};  // SumBytes(layer[moe][fp8])
+  int uniform_kind = -1;                // moe*2+fp8 when every layer is alike, else -1
   std::int64_t workspace[2][2] = {};    // backward working set, [moe][fp8 layer]
   std::int64_t checkpoint_input = 0;    // full recompute: one unit's saved input
   std::int64_t embedding_per_mb = 0;    // token ids + embedding dropout mask

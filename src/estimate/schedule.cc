@@ -105,6 +105,7 @@ Result<std::vector<StageLayout>> BuildPipelineLayout(const ModelConfig& m) {
   const int v = static_cast<int>(counts.front().size());
   if (mtp_stage < 0) mtp_stage = v - 1;
   std::vector<StageLayout> stages(p);
+  for (auto& stage : stages) stage.chunks.reserve(v);
   int offset = 0;
   for (int c = 0; c < v; ++c) {      // layer order: chunk-major, then rank
     for (int r = 0; r < p; ++r) {
