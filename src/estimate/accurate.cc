@@ -94,6 +94,14 @@ bool KeepsFp8Transpose(const model::Job& job) {
   return gpu ? gpu->fp8_transpose : true;
 }
 
+Status FillGpuFacts(const model::Job& job, Estimate& e) {
+  if (e.gpu_capacity_bytes > 0) return OkStatus();
+  MEMTUNE_TRY(auto gpu, LookUpGpu(job));
+  e.gpu_capacity_bytes = gpu.capacity_bytes;
+  e.non_pytorch_bytes = gpu.context_bytes;
+  return OkStatus();
+}
+
 Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& options) {
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job));
   MEMTUNE_TRY(auto stages, BuildPipelineLayout(job.model));

@@ -26,12 +26,11 @@ Result<Mode> ParseMode(std::string_view name, std::string_view field) {
 }
 
 Result<Estimate> EstimateMemory(const model::Job& job, const EstimateOptions& options) {
-  switch (options.mode) {
-    case Mode::kMegatronLm: return EstimateMegatronLm(job, options);
-    case Mode::kBridge: return EstimateBridge(job, options);
-    case Mode::kAccurate: break;
-  }
-  return internal::EstimateAccurate(job, options);
+  if (options.mode == Mode::kAccurate) return internal::EstimateAccurate(job, options);
+  MEMTUNE_TRY(auto estimate, options.mode == Mode::kBridge ? EstimateBridge(job, options)
+                                                            : EstimateMegatronLm(job, options));
+  MEMTUNE_RETURN_IF_ERROR(internal::FillGpuFacts(job, estimate));  // for the fits verdict
+  return estimate;
 }
 
 }  // namespace memtune::estimate
