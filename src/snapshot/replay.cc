@@ -21,7 +21,7 @@ Result<alloc::AllocatorConfig> RecordedConfig(const AllocatorSettings& s, alloc:
   }
   alloc::AllocatorConfig c = *parsed;
   if (!s.present) return c;
-  c.expandable_segments = s.expandable_segments;
+  if (s.expandable_segments_recorded) c.expandable_segments = s.expandable_segments;
   if (s.max_split_size_bytes >= 0) c.max_split_size_bytes = s.max_split_size_bytes;
   c.garbage_collection_threshold = s.garbage_collection_threshold;
   for (const auto& [mib, divisions] : s.roundup_power2_divisions) {

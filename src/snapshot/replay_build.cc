@@ -11,11 +11,15 @@ namespace memtune::snapshot {
 namespace {
 
 constexpr std::int64_t kSmallMax = alloc::kSmallSize;  // bytes; largest small-pool request
+// Mapped runs further apart than this are not one expandable segment (whose address range
+// is 1.125 x the GPU's memory); they are rebuilt as separate segments.
+constexpr std::int64_t kMaxHoleBytes = std::int64_t{1} << 40;  // bytes (1 TiB)
 
 class Builder {
  public:
-  Builder(alloc::Simulator& sim, HandleMap& handles, std::int64_t& next_address)
-      : sim_(sim), handles_(handles), next_address_(next_address) {}
+  Builder(alloc::Simulator& sim, HandleMap& handles, std::int64_t& next_address,
+          std::int64_t budget)
+      : sim_(sim), handles_(handles), next_address_(next_address), budget_(budget) {}
 
   void Segment(const StartSegment& seg, bool continues_run);
   void Hole(std::int64_t bytes, const StartSegment& next);
@@ -29,11 +33,15 @@ class Builder {
   alloc::Simulator& sim_;
   HandleMap& handles_;
   std::int64_t& next_address_;
+  bool Spend() { return budget_-- > 0; }
+
+  std::int64_t budget_;  // synthetic allocations left
   std::vector<alloc::HandleId> gaps_, holes_;
   std::int64_t failures_ = 0;
 };
 
 bool Builder::Temp(std::int64_t bytes, alloc::StreamId stream, std::vector<alloc::HandleId>& into) {
+  if (!Spend()) return false;
   const alloc::HandleId h = handles_.NewAnonymous();
   if (sim_.Alloc(h, bytes, stream).status != alloc::AllocStatus::kOk) {
     handles_.Recycle(h);
@@ -47,6 +55,7 @@ bool Builder::Temp(std::int64_t bytes, alloc::StreamId stream, std::vector<alloc
 void Builder::Carve(const StartSegment& seg, const StartPiece& piece, std::int64_t address) {
   const auto stream = static_cast<alloc::StreamId>(seg.stream);
   if (piece.live) {
+    if (!Spend()) return;
     const alloc::HandleId h = handles_.Bind(address);
     const auto r = sim_.Alloc(h, piece.size_bytes, stream);
     if (r.status != alloc::AllocStatus::kOk || static_cast<std::int64_t>(r.address) != address ||
@@ -102,6 +111,9 @@ std::vector<std::string> Builder::Finish() {
   }
   next_address_ = -1;
   std::vector<std::string> notes;
+  if (budget_ < 0) {
+    notes.push_back("the starting state is too large to rebuild from this snapshot; it was rebuilt in part");
+  }
   if (failures_ > 0) {
     notes.push_back("the rebuilt starting state could not be reproduced exactly (" +
                     std::to_string(failures_) + " block(s) differ); early events may diverge");
@@ -113,13 +125,14 @@ std::vector<std::string> Builder::Finish() {
 
 std::vector<std::string> BuildStart(alloc::Simulator& sim, const StartState& start,
                                     HandleMap& handles, std::int64_t& next_segment_address) {
-  Builder builder(sim, handles, next_segment_address);
+  Builder builder(sim, handles, next_segment_address, start.work_budget);
   const StartSegment* prev = nullptr;
   for (const StartSegment& seg : start.segments) {
     // Mapped runs of one expandable segment (same pool and stream) share its address range;
     // the unmapped space between them is mapped by a filler and unmapped again at the end.
     const bool continues_run = prev != nullptr && prev->expandable && seg.expandable &&
-                               prev->pool == seg.pool && prev->stream == seg.stream;
+                               prev->pool == seg.pool && prev->stream == seg.stream &&
+                               seg.address - (prev->address + prev->size_bytes) <= kMaxHoleBytes;
     if (continues_run) builder.Hole(seg.address - (prev->address + prev->size_bytes), seg);
     builder.Segment(seg, continues_run);
     prev = &seg;

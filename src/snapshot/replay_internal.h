@@ -32,6 +32,9 @@ struct StartSegment {
 struct StartState {
   std::vector<StartSegment> segments;  // address order
   std::vector<std::string> notes;
+  // Most synthetic allocations BuildStart may make: proportional to the input (blocks and
+  // trace entries), so a small hostile file cannot ask for unbounded work.
+  std::int64_t work_budget = 0;
   bool empty() const { return segments.empty(); }
 };
 

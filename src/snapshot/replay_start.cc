@@ -14,6 +14,8 @@ namespace {
 constexpr std::int64_t kBlockAlign = alloc::kMinBlockSize;     // bytes
 constexpr std::int64_t kSplitRemainder = alloc::kSmallSize;     // bytes; large native split rule
 constexpr std::int64_t kLargePage = alloc::kLargeBuffer;       // bytes; large expandable page
+constexpr std::int64_t kBaseWorkBudget = 4096;                  // synthetic allocations
+constexpr std::int64_t kWorkPerInputItem = 8;                   // per block or trace entry
 
 struct Range {
   std::int64_t size_bytes = 0;
@@ -169,9 +171,16 @@ StartState Undo::Finish() {
 }  // namespace
 
 StartState RebuildStart(const Snapshot& snapshot, int device) {
+  const auto& trace = snapshot.device_traces[static_cast<std::size_t>(device)];
   Undo undo(snapshot, device);
-  undo.Run(snapshot.device_traces[static_cast<std::size_t>(device)]);
-  return undo.Finish();
+  undo.Run(trace);
+  StartState start = undo.Finish();
+  std::int64_t items = static_cast<std::int64_t>(trace.size());
+  for (const Segment& seg : snapshot.segments) {
+    if (seg.device == device) items += 1 + static_cast<std::int64_t>(seg.blocks.size());
+  }
+  start.work_budget = kBaseWorkBudget + kWorkPerInputItem * items;
+  return start;
 }
 
 alloc::HandleId HandleMap::NewAnonymous() {

@@ -112,6 +112,7 @@ Status SnapshotParser::Settings(PickleValue dict, const Path& path) {
     } else if (key == "expandable_segments") {
       Path p(&path, "expandable_segments");
       MEMTUNE_TRY(s.expandable_segments, ToBool(v, p));
+      s.expandable_segments_recorded = true;
     } else if (key == "release_lock_on_cudamalloc") {
       Path p(&path, "release_lock_on_cudamalloc");
       MEMTUNE_TRY(s.release_lock_on_cudamalloc, ToBool(v, p));

@@ -95,6 +95,7 @@ struct AllocatorSettings {
   std::int64_t max_split_size_bytes = -1;       // -1 = unlimited (SIZE_MAX)
   double garbage_collection_threshold = 0.0;
   bool expandable_segments = false;
+  bool expandable_segments_recorded = false;    // the "expandable_segments" key was present
   bool release_lock_on_cudamalloc = false;
   // (interval start in MiB, divisions), sorted by interval; empty when absent.
   std::vector<std::pair<std::int64_t, std::int64_t>> roundup_power2_divisions;
