@@ -1,5 +1,6 @@
 // Streaming reader of the memtune allocation trace format (docs/trace-format.md).
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -131,8 +132,10 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
     bool digits = !t.empty() && t.size() <= 19;
     for (char c : t) digits = digits && std::isdigit(static_cast<unsigned char>(c));
     if (digits) {
-      for (char c : t) v = v * 10 + (c - '0');
-      if (t.size() == 19 && v < 0) v = kMaxTraceBytes + 1;  // wrapped
+      // At most 19 digits: below 10^19 < 2^64, so the unsigned sum cannot wrap.
+      std::uint64_t u = 0;
+      for (char c : t) u = u * 10 + static_cast<std::uint64_t>(c - '0');
+      v = u > static_cast<std::uint64_t>(kMaxTraceBytes) ? kMaxTraceBytes + 1 : static_cast<std::int64_t>(u);
     } else {
       auto parsed = ParseBytes(t, "size");
       if (!parsed) return Fail("bad size '" + std::string(t) + "': " + parsed.error().message);

@@ -5,6 +5,7 @@
 
 #include "accurate.h"
 #include "memtune/estimate/compat.h"
+#include "memtune/model/checks.h"
 
 namespace memtune::estimate {
 
@@ -25,7 +26,26 @@ Result<Mode> ParseMode(std::string_view name, std::string_view field) {
                                               "'; allowed: accurate, megatron-lm, bridge");
 }
 
+namespace {
+
+// A job whose layout does not divide has no memory figure: refuse it with the first
+// structural violation (model::BlocksEstimate), naming its field, value and fix.
+std::optional<Error> RefuseInconsistentJob(const model::Job& job) {
+  const std::vector<model::Finding> errors = model::StructuralErrors(job);
+  if (errors.empty()) return std::nullopt;
+  const model::Finding& first = errors.front();
+  std::string field = first.fields.empty() ? std::string() : first.fields.front().first;
+  std::string message = first.message + " [" + first.rule_id + "]";
+  if (errors.size() > 1) {
+    message += " (and " + std::to_string(errors.size() - 1) + " more; `memtune check` lists them all)";
+  }
+  return InvalidConfig(std::move(field), std::move(message), first.fix);
+}
+
+}  // namespace
+
 Result<Estimate> EstimateMemory(const model::Job& job, const EstimateOptions& options) {
+  if (auto refusal = RefuseInconsistentJob(job)) return *refusal;
   if (options.mode == Mode::kAccurate) return internal::EstimateAccurate(job, options);
   MEMTUNE_TRY(auto estimate, options.mode == Mode::kBridge ? EstimateBridge(job, options)
                                                             : EstimateMegatronLm(job, options));

@@ -79,6 +79,37 @@ int CountErrors(const std::vector<Finding>& findings) {
   }));
 }
 
+bool BlocksEstimate(std::string_view rule_id) {
+  // Whole areas whose every error is arithmetic on the layout or the shapes.
+  for (std::string_view area : {"layout.", "heads.", "vocab.", "pipeline."}) {
+    if (rule_id.starts_with(area)) return rule_id != "layout.tp-comm-overlap-needs-sp" &&
+                                          rule_id != "pipeline.defer-embedding-wgrad";
+  }
+  for (std::string_view id : {"moe.ep-needs-experts", "moe.experts-positive", "moe.experts-divisible-ep",
+                              "moe.expert-layout", "moe.layer-freq", "recompute.full-needs-method",
+                              "recompute.full-needs-num-layers", "fsdp.shard-degree"}) {
+    if (rule_id == id) return true;
+  }
+  return false;
+}
+
+std::vector<Finding> StructuralErrors(const Job& job) {
+  std::vector<Finding> errors;
+  for (auto area : kAreas) {
+    for (const Rule& rule : area()) {
+      if (rule.info.severity != Severity::kError || !BlocksEstimate(rule.info.id) ||
+          !Applies(rule.info.scope, job.memtune.framework)) {
+        continue;
+      }
+      for (checks::Violation& v : rule.check(job)) {
+        errors.push_back(Finding{std::string(rule.info.id), rule.info.severity, std::move(v.fields),
+                                 std::move(v.message), std::move(v.fix), std::string(rule.info.source)});
+      }
+    }
+  }
+  return errors;
+}
+
 bool IsBlackwellGpu(std::string_view gpu) {
   std::string name;
   for (char c : gpu) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -68,6 +68,17 @@ std::span<const RuleInfo> ListRules();
 // Number of findings with severity kError.
 int CountErrors(const std::vector<Finding>& findings);
 
+// True for the rules whose violation leaves the job without a consistent shape: the parallel
+// layout does not divide (world size, batch, heads, vocabulary, layers per stage, experts),
+// a size is not positive, or full recompute lacks its method. No memory figure follows from
+// such a job, so the estimator refuses it (estimate::EstimateMemory). Other errors (a job
+// upstream rejects for a reason that does not change the arithmetic, e.g. an environment
+// variable) do not block an estimate; `memtune check` reports them all.
+bool BlocksEstimate(std::string_view rule_id);
+
+// The error-severity findings of CheckJob(job) for which BlocksEstimate holds, in table order.
+std::vector<Finding> StructuralErrors(const Job& job);
+
 // True when the GPU catalog name is a Blackwell part (b100/b200/b300, gb200/gb300, ...).
 // Unknown or empty names are not Blackwell.
 bool IsBlackwellGpu(std::string_view gpu);

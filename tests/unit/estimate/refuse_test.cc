@@ -1,0 +1,68 @@
+// EstimateMemory refuses jobs whose layout does not divide, in every mode, naming the rule.
+#include <gtest/gtest.h>
+
+#include "memtune/estimate/estimate.h"
+#include "memtune/model/checks.h"
+#include "unit/estimate/test_jobs.h"
+
+namespace memtune::estimate {
+namespace {
+
+using testing::Llama70BJob;
+
+TEST(RefuseTest, WorldSizeNotDivisibleByModelParallelIsRefusedInEveryMode) {
+  model::Job job = Llama70BJob();
+  job.model.tensor_model_parallel_size = 3;  // 32 GPUs, TP3 PP4: no integer DP; 64 heads % 3 != 0
+  for (Mode mode : {Mode::kAccurate, Mode::kMegatronLm, Mode::kBridge}) {
+    EstimateOptions options;
+    options.mode = mode;
+    auto e = EstimateMemory(job, options);
+    ASSERT_FALSE(e) << ModeName(mode) << " gave a number for an inconsistent layout";
+    EXPECT_EQ(e.error().code, ErrorCode::kInvalidConfig);
+    EXPECT_EQ(e.error().field, "memtune.world_size");
+    EXPECT_NE(e.error().message.find("[layout.world-size]"), std::string::npos) << e.error().message;
+    EXPECT_NE(e.error().message.find("more; `memtune check` lists them all"), std::string::npos);
+    EXPECT_FALSE(e.error().hint.empty());
+  }
+}
+
+TEST(RefuseTest, GlobalBatchNotDivisibleIsRefused) {
+  model::Job job = Llama70BJob();
+  job.train.global_batch_size = 33;  // DP 2, MBS 1
+  auto e = EstimateMemory(job);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("[layout.global-batch]"), std::string::npos) << e.error().message;
+}
+
+TEST(RefuseTest, NonStructuralErrorsDoNotBlockTheEstimate) {
+  // CUDA graphs + expandable segments without NCCL_GRAPH_REGISTER=0 is an upstream error
+  // that does not change the arithmetic: the estimate still runs; `check` reports it.
+  model::Job job = Llama70BJob();
+  job.model.cuda_graph_impl = "transformer_engine";
+  job.model.cuda_graph_scope = {"mlp"};
+  job.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
+  bool upstream_error = false;
+  for (const auto& f : model::CheckJob(job)) {
+    upstream_error |= f.rule_id == "alloc.cuda-graph-nccl-register";
+  }
+  ASSERT_TRUE(upstream_error);
+  EXPECT_TRUE(model::StructuralErrors(job).empty());
+  EXPECT_TRUE(EstimateMemory(job));
+}
+
+TEST(RefuseTest, BlocksEstimateClassifiesRules) {
+  EXPECT_TRUE(model::BlocksEstimate("layout.world-size"));
+  EXPECT_TRUE(model::BlocksEstimate("heads.tp-divides-heads"));
+  EXPECT_TRUE(model::BlocksEstimate("pipeline.even-layers-vpp"));
+  EXPECT_TRUE(model::BlocksEstimate("moe.experts-divisible-ep"));
+  EXPECT_FALSE(model::BlocksEstimate("layout.tp-comm-overlap-needs-sp"));
+  EXPECT_FALSE(model::BlocksEstimate("alloc.cuda-graph-nccl-register"));
+  EXPECT_FALSE(model::BlocksEstimate("offload.pp"));
+  // Whole areas count: at least the layout, heads, vocab and pipeline errors block.
+  int blocking = 0;
+  for (const auto& rule : model::ListRules()) blocking += model::BlocksEstimate(rule.id) ? 1 : 0;
+  EXPECT_GE(blocking, 20);
+}
+
+}  // namespace
+}  // namespace memtune::estimate
