@@ -1,0 +1,134 @@
+// FreeBlockSet (block.h): order, lookups, erase, split remainders, and a randomized
+// comparison with std::set over many chunk splits and removals.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "memtune/alloc/block.h"
+
+namespace memtune::alloc {
+namespace {
+
+using Tuple = std::tuple<StreamId, std::int64_t, std::uint64_t, BlockId>;
+
+std::vector<Tuple> Contents(const FreeBlockSet& set) {
+  std::vector<Tuple> out;
+  set.ForEach([&](const FreeKey& k) { out.emplace_back(k.stream(), k.size(), k.ptr, k.id); });
+  return out;
+}
+
+TEST(FreeKeyTest, OrdersByStreamThenSizeThenAddress) {
+  EXPECT_LT(FreeKey(0, 4096, 0x9000, 1), FreeKey(1, 512, 0x1000, 2));
+  EXPECT_LT(FreeKey(1, 512, 0x9000, 1), FreeKey(1, 1024, 0x1000, 2));
+  EXPECT_LT(FreeKey(1, 512, 0x1000, 1), FreeKey(1, 512, 0x2000, 2));
+  EXPECT_FALSE(FreeKey(1, 512, 0x1000, 1) < FreeKey(1, 512, 0x1000, 2));  // id not ordered
+  // Streams compare as unsigned: an id with the top bit set sorts last.
+  EXPECT_LT(FreeKey(1, 512, 0x1000, 1), FreeKey(~StreamId{0}, 512, 0x1000, 2));
+}
+
+TEST(FreeBlockSetTest, LowerBoundFindsSmallestFitOnTheStream) {
+  FreeBlockSet set;
+  set.Insert(FreeKey(0, 2048, 0x3000, 0));
+  set.Insert(FreeKey(0, 1024, 0x2000, 1));
+  set.Insert(FreeKey(0, 1024, 0x1000, 2));
+  set.Insert(FreeKey(7, 512, 0x4000, 3));
+  EXPECT_EQ(set.size(), 4u);
+  EXPECT_EQ(set.At(set.LowerBound(0, 1000)).id, 2);  // same size: lowest address first
+  EXPECT_EQ(set.At(set.LowerBound(0, 1025)).id, 0);
+  EXPECT_EQ(set.At(set.LowerBound(0, 4096)).id, 3);  // past stream 0: the caller checks
+  EXPECT_TRUE(set.IsEnd(set.LowerBound(7, 513)));
+}
+
+TEST(FreeBlockSetTest, EraseAndContainsUseTheExactKey) {
+  FreeBlockSet set;
+  set.Insert(FreeKey(0, 1024, 0x1000, 4));
+  set.Insert(FreeKey(0, 1024, 0x2000, 5));
+  EXPECT_TRUE(set.Contains(FreeKey(0, 1024, 0x2000, 5)));
+  EXPECT_FALSE(set.Contains(FreeKey(0, 1024, 0x2000, 4)));  // wrong id
+  EXPECT_FALSE(set.Contains(FreeKey(0, 2048, 0x2000, 5)));  // stale size
+  set.Erase(FreeKey(0, 1024, 0x1000, 4));
+  EXPECT_FALSE(set.Contains(FreeKey(0, 1024, 0x1000, 4)));
+  EXPECT_EQ(Contents(set), (std::vector<Tuple>{{0, 1024, 0x2000, 5}}));
+  set.Erase(FreeKey(0, 1024, 0x2000, 5));
+  EXPECT_TRUE(set.empty());
+  EXPECT_TRUE(set.IsEnd(set.LowerBound(0, 0)));
+  set.Insert(FreeKey(0, 512, 0x1000, 4));  // ids and emptied chunks are reused
+  EXPECT_EQ(Contents(set), (std::vector<Tuple>{{0, 512, 0x1000, 4}}));
+}
+
+TEST(FreeBlockSetTest, ReplaceAtMovesASplitRemainderIntoPlace) {
+  FreeBlockSet set;
+  const int n = 3 * static_cast<int>(FreeBlockSet::kMaxChunk);  // several chunks
+  for (int i = 0; i < n; ++i) set.Insert(FreeKey(0, 1024 * (i + 1), 0x100000 * i, i));
+  // The largest block shrinks below every other: it must move to the front chunk.
+  FreeBlockSet::Pos last = set.LowerBound(0, 1024 * n);
+  ASSERT_EQ(set.At(last).id, n - 1);
+  set.ReplaceAt(last, FreeKey(0, 512, 0x100000 * (n - 1) + 0x800, n - 1));
+  EXPECT_EQ(set.At(set.Begin()).id, n - 1);
+  // A block shrinks within its own chunk.
+  FreeBlockSet::Pos p = set.LowerBound(0, 1024 * 3);
+  set.ReplaceAt(p, FreeKey(0, 1536, 0x200000 + 0x800, 2));
+  EXPECT_EQ(set.At(set.LowerBound(0, 1500)).id, 2);
+  set.Erase(FreeKey(0, 1536, 0x200000 + 0x800, 2));  // found where ReplaceAt put it
+  set.Erase(FreeKey(0, 512, 0x100000 * (n - 1) + 0x800, n - 1));
+  EXPECT_EQ(set.size(), static_cast<std::size_t>(n - 2));
+}
+
+// Random inserts, erases and replacements with few distinct sizes (long runs of equal size,
+// as in a fragmented pool) must leave the same sequence as std::set, forwards and backwards.
+TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
+  std::mt19937_64 rng(7);
+  FreeBlockSet set;
+  std::set<Tuple> model;
+  std::vector<BlockId> free_ids;
+  BlockId next_id = 0;
+  std::uint64_t next_ptr = 0x1000;
+  for (int step = 0; step < 20000; ++step) {
+    const auto roll = rng() % 10;
+    if (model.empty() || roll < 5) {
+      BlockId id = next_id;
+      if (!free_ids.empty()) {
+        id = free_ids.back();
+        free_ids.pop_back();
+      } else {
+        ++next_id;
+      }
+      const StreamId stream = rng() % 3 == 0 ? 0x7f10 : 0;
+      const std::int64_t size = 512 * static_cast<std::int64_t>(1 + rng() % 6);
+      set.Insert(FreeKey(stream, size, next_ptr, id));
+      model.emplace(stream, size, next_ptr, id);
+      next_ptr += 0x1000;
+    } else {
+      auto it = model.begin();
+      std::advance(it, static_cast<long>(rng() % model.size()));
+      const auto [stream, size, ptr, id] = *it;
+      if (roll < 8 || size == 512) {
+        set.Erase(FreeKey(stream, size, ptr, id));
+        free_ids.push_back(id);
+      } else {  // split: the remainder keeps the id, a smaller size and a higher address
+        FreeBlockSet::Pos p = set.LowerBound(stream, size);
+        while (set.At(p).id != id) p = set.Next(p);
+        set.ReplaceAt(p, FreeKey(stream, size - 512, ptr + 512, id));
+        model.emplace(stream, size - 512, ptr + 512, id);
+      }
+      model.erase(it);
+    }
+    ASSERT_EQ(set.size(), model.size()) << "step " << step;
+  }
+  const std::vector<Tuple> expected(model.begin(), model.end());
+  ASSERT_EQ(Contents(set), expected);
+  std::vector<Tuple> backwards;
+  for (FreeBlockSet::Pos p = set.LowerBound(~StreamId{0}, 0); !set.IsBegin(p);) {
+    p = set.Prev(p);
+    const FreeKey& k = set.At(p);
+    backwards.emplace_back(k.stream(), k.size(), k.ptr, k.id);
+    EXPECT_TRUE(set.Contains(k));
+  }
+  EXPECT_EQ(std::vector<Tuple>(backwards.rbegin(), backwards.rend()), expected);
+}
+
+}  // namespace
+}  // namespace memtune::alloc
