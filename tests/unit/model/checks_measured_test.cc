@@ -1,4 +1,4 @@
-// Every job of /work/shared/data/measured-public.jsonl (real runs that trained) passes
+// Every job of tests/data/measured-public.jsonl (a copy of /work/shared/data/; real runs that trained) passes
 // CheckJob, or fails only the rules listed here with the reason the job document, not the
 // run, is at fault.
 #include <gtest/gtest.h>
@@ -35,7 +35,7 @@ const std::map<std::string, std::set<std::string>>& ExplainedErrors() {
 }
 
 TEST(MeasuredPublicChecksTest, EveryMeasuredJobPassesOrIsExplained) {
-  const std::string path = std::string(MEMTUNE_SHARED_DIR) + "/data/measured-public.jsonl";
+  const std::string path = std::string(MEMTUNE_SOURCE_DIR) + "/tests/data/measured-public.jsonl";
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;
   std::string line;

@@ -20,7 +20,7 @@ using ::testing::IsEmpty;
 
 // The `job` objects of a JSON Lines validation file, as JSON text, with their ids.
 std::vector<std::pair<std::string, std::string>> MeasuredJobs(const std::string& file) {
-  std::ifstream in(std::string(MEMTUNE_SHARED_DIR) + "/data/" + file);
+  std::ifstream in(std::string(MEMTUNE_SOURCE_DIR) + "/tests/data/" + file);
   EXPECT_TRUE(in.good()) << file;
   std::vector<std::pair<std::string, std::string>> jobs;
   for (std::string line; std::getline(in, line);) {
