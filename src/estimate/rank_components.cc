@@ -117,9 +117,13 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   f.output_hidden_per_mb = 2 * f.act.act_bytes * hid * tokens;
   const std::int64_t vocab_per_rank = model::PaddedVocabSize(job) / f.act.tp;
   const std::int64_t logit_sets = 1 + m.mtp_num_layers.value_or(0);
-  // cross_entropy.py: the unfused loss keeps fp32 softmax (exp_logits); the fused loss
-  // keeps the bf16 logits it overwrites with the gradient.
-  const int kept_bytes = m.cross_entropy_loss_fusion ? f.act.act_bytes : 4;
+  // MCore tensor_parallel/cross_entropy.py calculate_logits_max() upcasts the logits with
+  // .float(), and both the unfused loss and the native fused one
+  // (fusions/fused_cross_entropy.py, which calls the same helpers) save the fp32 softmax
+  // (exp_logits) for backward. Only TE's loss (cross_entropy_fusion_impl: te,
+  // TE cross_entropy.py) keeps the bf16 logits, overwritten in place with the gradient.
+  const bool te_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == "te";
+  const int kept_bytes = te_loss ? f.act.act_bytes : 4;
   f.logits_per_mb = kept_bytes * vocab_per_rank * tokens * logit_sets;
   f.logits_transient = f.act.act_bytes * vocab_per_rank * tokens;
   f.num_microbatches = options.num_microbatches.value_or(model::NumMicrobatches(job));
@@ -186,7 +190,7 @@ RankEstimate EstimateRank(const model::Job& job, const JobFacts& f, const StageL
     push("act.embedding", embedding, ComponentKind::kActivations, "token ids (int64) and embedding dropout mask");
     push("act.output", output_hidden, ComponentKind::kActivations, "final-norm input and output-layer input");
     push("act.logits", logits, ComponentKind::kLogits,
-         "logits kept for the loss backward (fp32 softmax unfused, bf16 fused)");
+         "logits kept for the loss backward (fp32 softmax; bf16 with TE's fused loss)");
     push("tmp.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
          "largest one-layer backward working set (gradients, gathered inputs, recompute replay) or logits gradient");
     push("tmp.fsdp", state.fsdp_gather, ComponentKind::kTransient,
