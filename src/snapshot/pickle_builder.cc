@@ -9,44 +9,20 @@
 namespace memtune::snapshot {
 namespace {
 constexpr std::size_t kInputBytesPerReservedNode = 8;  // typical snapshots: ~5 bytes per value
+// Typical snapshots hold one container item per ~5 input bytes (a trace entry: 17 item ids
+// in ~80 bytes); reserving less made items_ reallocate (a copy and fresh page faults).
+constexpr std::size_t kInputBytesPerReservedItem = 4;
 }  // namespace
 
 PickleBuilder::PickleBuilder(std::string bytes, int max_depth) : max_depth_(max_depth) {
   doc_.bytes_ = std::move(bytes);
   doc_.nodes_.reserve(doc_.bytes_.size() / kInputBytesPerReservedNode);
-  doc_.items_.reserve(doc_.bytes_.size() / kInputBytesPerReservedNode);
-}
-
-std::uint32_t PickleBuilder::AddScalar(PickleKind kind, std::uint64_t payload,
-                                       std::uint8_t flags) {
-  PickleNode n;
-  n.kind = kind;
-  n.flags = flags;
-  n.payload = payload;
-  doc_.nodes_.push_back(n);
-  return static_cast<std::uint32_t>(doc_.nodes_.size() - 1);
-}
-
-std::uint32_t PickleBuilder::AddString(PickleKind kind, std::uint64_t offset,
-                                       std::uint32_t length) {
-  PickleNode n;
-  n.kind = kind;
-  n.count = length;
-  n.payload = offset;
-  doc_.nodes_.push_back(n);
-  return static_cast<std::uint32_t>(doc_.nodes_.size() - 1);
-}
-
-std::uint32_t PickleBuilder::AddContainer(PickleKind kind) {
-  PickleNode n;
-  n.kind = kind;
-  n.depth = 1;
-  doc_.nodes_.push_back(n);
-  return static_cast<std::uint32_t>(doc_.nodes_.size() - 1);
+  doc_.items_.reserve(doc_.bytes_.size() / kInputBytesPerReservedItem);
 }
 
 std::uint32_t PickleBuilder::ItemAt(std::uint32_t container, std::uint32_t i) const {
   const PickleNode& n = doc_.nodes_[container];
+  if ((n.flags & PickleNode::kFlagChunked) == 0) return doc_.items_[n.payload + i];
   std::uint32_t c = Head(n);
   while (c != 0) {
     const Chunk& chunk = chunks_[c - 1];
@@ -97,53 +73,76 @@ Status PickleBuilder::AddItems(std::uint32_t container, std::span<const std::uin
     return InvalidInput("", "pickle too large: " + What(op, at_byte) + " makes a container of more than " +
                                 "2^32 items");
   }
-  for (std::uint32_t id : ids) MEMTUNE_RETURN_IF_ERROR(CheckChild(n, container, id, op, at_byte));
+  for (std::uint32_t id : ids) {
+    // Most items are scalars other than the container itself: no Status needed for them.
+    if (doc_.nodes_[id].kind < PickleKind::kList && id != container) continue;
+    MEMTUNE_RETURN_IF_ERROR(CheckChild(n, container, id, op, at_byte));
+  }
   const std::uint64_t offset = doc_.items_.size();
   doc_.items_.insert(doc_.items_.end(), ids.begin(), ids.end());
-  const std::uint32_t tail = Tail(n);
-  if (tail != 0 && chunks_[tail - 1].offset + chunks_[tail - 1].count == offset) {
-    chunks_[tail - 1].count += static_cast<std::uint32_t>(ids.size());  // contiguous: extend
-  } else {
-    chunks_.push_back(Chunk{offset, static_cast<std::uint32_t>(ids.size()), 0});
-    const auto index = static_cast<std::uint32_t>(chunks_.size());
-    if (tail != 0) chunks_[tail - 1].next = index;
-    const std::uint32_t head = Head(n) != 0 ? Head(n) : index;
-    n.payload = (static_cast<std::uint64_t>(index) << 32) | head;
-  }
-  n.count += static_cast<std::uint32_t>(ids.size());
+  Append(n, container, offset, static_cast<std::uint32_t>(ids.size()));
   return OkStatus();
+}
+
+// Records that `n` gained `count` items at items_[offset]. Items that continue the
+// container's last run stay in place; otherwise the container switches to a chunk chain.
+void PickleBuilder::Append(PickleNode& n, std::uint32_t container, std::uint64_t offset,
+                           std::uint32_t count) {
+  if ((n.flags & PickleNode::kFlagChunked) == 0) {
+    if (n.count == 0) {
+      n.payload = offset;  // first items: the final layout already
+    } else if (n.payload + n.count != offset) {
+      chunks_.push_back(Chunk{n.payload, n.count, 0});
+      chunked_.push_back(container);
+      n.flags |= PickleNode::kFlagChunked;
+      const auto head = static_cast<std::uint32_t>(chunks_.size());
+      n.payload = (static_cast<std::uint64_t>(head) << 32) | head;
+      AppendChunk(n, offset, count);
+    }
+  } else {
+    AppendChunk(n, offset, count);
+  }
+  n.count += count;
+}
+
+void PickleBuilder::AppendChunk(PickleNode& n, std::uint64_t offset, std::uint32_t count) {
+  Chunk& tail = chunks_[Tail(n) - 1];
+  if (tail.offset + tail.count == offset) {
+    tail.count += count;  // contiguous: extend
+    return;
+  }
+  chunks_.push_back(Chunk{offset, count, 0});
+  const auto index = static_cast<std::uint32_t>(chunks_.size());
+  chunks_[Tail(n) - 1].next = index;
+  n.payload = (static_cast<std::uint64_t>(index) << 32) | Head(n);
 }
 
 std::int64_t PickleBuilder::MemoryBytes() const {
   return static_cast<std::int64_t>(doc_.nodes_.capacity() * sizeof(PickleNode) +
                                    doc_.items_.capacity() * sizeof(std::uint32_t) +
-                                   chunks_.capacity() * sizeof(Chunk) + doc_.bytes_.size());
+                                   chunks_.capacity() * sizeof(Chunk) +
+                                   chunked_.capacity() * sizeof(std::uint32_t) +
+                                   doc_.bytes_.size());
 }
 
 PickleDocument PickleBuilder::Finish(std::uint32_t root) {
-  for (PickleNode& n : doc_.nodes_) {
-    const bool container = n.kind == PickleKind::kList || n.kind == PickleKind::kTuple ||
-                           n.kind == PickleKind::kDict;
-    if (!container) continue;
-    const std::uint32_t head = Head(n);
-    if (head == 0) {
-      n.payload = 0;
-    } else if (chunks_[head - 1].next == 0) {
-      n.payload = chunks_[head - 1].offset;  // one chunk: already contiguous
-    } else {
-      const std::uint64_t offset = doc_.items_.size();
-      for (std::uint32_t c = head; c != 0; c = chunks_[c - 1].next) {
-        const Chunk chunk = chunks_[c - 1];
-        for (std::uint32_t i = 0; i < chunk.count; ++i) {
-          const std::uint32_t id = doc_.items_[chunk.offset + i];
-          doc_.items_.push_back(id);
-        }
+  for (std::uint32_t id : chunked_) {  // only these are not contiguous yet
+    PickleNode& n = doc_.nodes_[id];
+    const std::uint64_t offset = doc_.items_.size();
+    for (std::uint32_t c = Head(n); c != 0; c = chunks_[c - 1].next) {
+      const Chunk chunk = chunks_[c - 1];
+      for (std::uint32_t i = 0; i < chunk.count; ++i) {
+        const std::uint32_t item = doc_.items_[chunk.offset + i];
+        doc_.items_.push_back(item);
       }
-      n.payload = offset;
     }
+    n.payload = offset;
+    n.flags &= static_cast<std::uint8_t>(~PickleNode::kFlagChunked);
   }
   chunks_.clear();
   chunks_.shrink_to_fit();
+  chunked_.clear();
+  chunked_.shrink_to_fit();
   doc_.root_ = root;
   return std::move(doc_);
 }

@@ -19,10 +19,17 @@ class PickleBuilder {
 
   const std::string& bytes() const { return doc_.bytes_; }
 
-  // New values; return their ids.
-  std::uint32_t AddScalar(PickleKind kind, std::uint64_t payload, std::uint8_t flags = 0);
-  std::uint32_t AddString(PickleKind kind, std::uint64_t offset, std::uint32_t length);
-  std::uint32_t AddContainer(PickleKind kind);
+  // New values; return their ids. Always inlined: one of them runs for most opcodes.
+  [[gnu::always_inline]] std::uint32_t AddScalar(PickleKind kind, std::uint64_t payload, std::uint8_t flags = 0) {
+    return Add(PickleNode{kind, flags, 0, 0, payload});
+  }
+  [[gnu::always_inline]] std::uint32_t AddString(PickleKind kind, std::uint64_t offset,
+                                                 std::uint32_t length) {
+    return Add(PickleNode{kind, 0, 0, length, offset});
+  }
+  [[gnu::always_inline]] std::uint32_t AddContainer(PickleKind kind) {
+    return Add(PickleNode{kind, 0, 1, 0, 0});
+  }
 
   PickleKind kind(std::uint32_t id) const { return doc_.nodes_[id].kind; }
   std::uint64_t payload(std::uint32_t id) const { return doc_.nodes_[id].payload; }
@@ -42,24 +49,34 @@ class PickleBuilder {
   std::int64_t MemoryBytes() const;
 
   // Gives the finished document with `root` as its root; containers made of several
-  // chunks are made contiguous.
+  // chunks are made contiguous (only those: the others are in their final form already).
   PickleDocument Finish(std::uint32_t root);
 
  private:
+  // A container whose items are one run of items_ holds (offset, count) as in a finished
+  // document. Once a later batch lands elsewhere (another container was filled in
+  // between), it gets kFlagChunked and payload = (tail chunk index + 1) << 32 | (head + 1).
   struct Chunk {
     std::uint64_t offset;  // into doc_.items_
     std::uint32_t count;   // item ids
     std::uint32_t next;    // index + 1 of the next chunk, 0 = last
   };
+  [[gnu::always_inline]] std::uint32_t Add(const PickleNode& n) {
+    doc_.nodes_.push_back(n);
+    return static_cast<std::uint32_t>(doc_.nodes_.size() - 1);
+  }
   static std::uint32_t Head(const PickleNode& n) { return static_cast<std::uint32_t>(n.payload); }
   static std::uint32_t Tail(const PickleNode& n) {
     return static_cast<std::uint32_t>(n.payload >> 32);
   }
+  void Append(PickleNode& n, std::uint32_t container, std::uint64_t offset, std::uint32_t count);
+  void AppendChunk(PickleNode& n, std::uint64_t offset, std::uint32_t count);
   Status CheckChild(PickleNode& parent, std::uint32_t parent_id, std::uint32_t child,
                     std::uint8_t op, std::uint64_t at_byte);
 
   PickleDocument doc_;
   std::vector<Chunk> chunks_;
+  std::vector<std::uint32_t> chunked_;  // ids of containers with kFlagChunked
   int max_depth_;
 };
 

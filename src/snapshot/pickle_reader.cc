@@ -5,8 +5,10 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
+#include "snapshot/id_array.h"
 #include "snapshot/pickle_builder.h"
 #include "snapshot/pickle_opcodes.h"
 
@@ -69,15 +71,22 @@ class Reader {
   static constexpr std::uint32_t kNoId = 0xffffffffu;
 
   // --- errors ---
-  Error Fail(const char* kind, const std::string& text) const {
-    return InvalidInput("", std::string(kind) + ": " + OpcodeName(op_) + " at byte " +
-                                std::to_string(op_pos_) + " " + text);
+  // Steps return false and park the first error in error_: a Status per opcode (a variant
+  // holding three strings, built and destroyed millions of times) cost ~10% of the parse.
+  [[gnu::cold]] bool Park(Error error) {
+    error_ = std::move(error);
+    return false;
   }
-  Error Truncated(std::uint64_t need) const {
+  bool Park(Status status) { return status.has_value() || Park(status.error()); }
+  [[gnu::cold]] bool Fail(const char* kind, const std::string& text) {
+    return Park(InvalidInput("", std::string(kind) + ": " + OpcodeName(op_) + " at byte " +
+                                     std::to_string(op_pos_) + " " + text));
+  }
+  [[gnu::cold]] bool Truncated(std::uint64_t need) {
     return Fail("truncated pickle", "needs " + std::to_string(need) + " bytes, " +
                                         std::to_string(size_ - pos_) + " left");
   }
-  Error Malformed(const std::string& text) const { return Fail("malformed pickle", text); }
+  [[gnu::cold]] bool Malformed(const std::string& text) { return Fail("malformed pickle", text); }
 
   // --- operands ---
   bool Has(std::uint64_t n) const { return n <= size_ - pos_; }
@@ -102,23 +111,36 @@ class Reader {
     id = stack_.back();
     return true;
   }
-  Error Underflow() const { return Malformed("pops from an empty stack"); }
+  [[gnu::cold]] bool Underflow() { return Malformed("pops from an empty stack"); }
 
-  Status Step(std::uint8_t op);
-  Status Shared(std::uint32_t& cached, PickleKind kind, std::uint64_t payload);
+  // Inlined into Run's loop: a call per opcode (with this function's large frame) was a
+  // tenth of the parse.
+  [[gnu::always_inline]] inline bool Step(std::uint8_t op);
+  bool Shared(std::uint32_t& cached, PickleKind kind, std::uint64_t payload);
   std::string_view StrOf(std::uint32_t id) const;
-  Status GlobalOperands();
-  Status Int(std::int64_t v);
-  Status Long(std::uint64_t n);
-  Status String(PickleKind kind, std::uint64_t length);
-  Status BuildFromMark(PickleKind kind);
-  Status TupleN(std::uint32_t n);
-  Status AddToTop(PickleKind kind, std::span<const std::uint32_t> items, std::size_t below);
-  Status MemoPut(std::uint64_t index);
-  Status MemoGet(std::uint64_t index);
-  Status Global(std::string_view module, std::string_view name);
-  Status Reduce();
-  Status CheckMemory() const;
+  bool GlobalOperands();
+  [[gnu::always_inline]] inline bool Int(std::int64_t v);
+  bool Long(std::uint64_t n);
+  [[gnu::always_inline]] inline bool String(PickleKind kind, std::uint64_t length);
+  bool BuildFromMark(PickleKind kind);
+  bool TupleN(std::uint32_t n);
+  bool AddToTop(PickleKind kind, std::span<const std::uint32_t> items, std::size_t below);
+  // Memo opcodes run for about half of a snapshot's opcodes: the dense case is inline.
+  [[gnu::always_inline]] bool MemoPut(std::uint64_t index) {
+    if (index != memo_.size() || stack_.size() <= Base()) return MemoPutSlow(index);
+    memo_.push_back(stack_.back());
+    return true;
+  }
+  [[gnu::always_inline]] bool MemoGet(std::uint64_t index) {
+    if (index >= memo_.size()) return MemoGetSparse(index);
+    stack_.push_back(memo_[index]);
+    return true;
+  }
+  bool MemoPutSlow(std::uint64_t index);
+  bool MemoGetSparse(std::uint64_t index);
+  bool Global(std::string_view module, std::string_view name);
+  bool Reduce();
+  bool CheckMemory();
 
   PickleBuilder builder_;
   const unsigned char* data_;
@@ -130,11 +152,12 @@ class Reader {
   bool stopped_ = false;
   std::uint32_t root_ = 0;
 
-  std::vector<std::uint32_t> stack_;
+  IdArray stack_;  // see id_array.h for why not std::vector
   std::vector<std::size_t> marks_;
-  std::vector<std::uint32_t> memo_;
+  IdArray memo_;
   std::unordered_map<std::uint64_t, std::uint32_t> sparse_memo_;  // indices past memo_.size()
   std::array<std::uint32_t, 256> small_ints_;
+  std::optional<Error> error_;  // set when a step returns false
   std::uint32_t none_ = kNoId, true_ = kNoId, false_ = kNoId;
 };
 
@@ -152,29 +175,29 @@ Result<PickleDocument> Reader::Run() {
     }
     op_pos_ = pos_;
     op_ = data_[pos_++];
-    MEMTUNE_RETURN_IF_ERROR(Step(op_));
+    if (!Step(op_)) return std::move(*error_);
     if (++ops == kMemoryCheckEvery) {
       ops = 0;
-      MEMTUNE_RETURN_IF_ERROR(CheckMemory());
+      if (!CheckMemory()) return std::move(*error_);
     }
   }
-  MEMTUNE_RETURN_IF_ERROR(CheckMemory());
+  if (!CheckMemory()) return std::move(*error_);
   return builder_.Finish(root_);
 }
 
-Status Reader::CheckMemory() const {
+bool Reader::CheckMemory() {
   const std::int64_t used =
       builder_.MemoryBytes() +
       static_cast<std::int64_t>((stack_.capacity() + memo_.capacity()) * sizeof(std::uint32_t) +
                                 marks_.capacity() * sizeof(std::size_t) +
                                 sparse_memo_.size() * 4 * sizeof(std::uint64_t));
-  if (used <= max_memory_) return OkStatus();
-  return InvalidInput("", "pickle too large: reading it needs more than " +
+  if (used <= max_memory_) return true;
+  return Park(InvalidInput("", "pickle too large: reading it needs more than " +
                               std::to_string(max_memory_) + " bytes of memory (at byte " +
-                              std::to_string(op_pos_) + ")");
+                               std::to_string(op_pos_) + ")"));
 }
 
-Status Reader::Int(std::int64_t v) {
+bool Reader::Int(std::int64_t v) {
   if (v >= 0 && v < 256) {
     std::uint32_t& cached = small_ints_[static_cast<std::size_t>(v)];
     if (cached == kNoId) cached = builder_.AddScalar(PickleKind::kInt, static_cast<std::uint64_t>(v));
@@ -182,12 +205,12 @@ Status Reader::Int(std::int64_t v) {
   } else {
     stack_.push_back(builder_.AddScalar(PickleKind::kInt, static_cast<std::uint64_t>(v)));
   }
-  return OkStatus();
+  return true;
 }
 
 // LONG1/LONG4 operand: n bytes, little-endian two's complement. Values must fit in 64
 // bits; [2^63, 2^64) (9 bytes ending in 0x00) is kept as its bit pattern, flagged unsigned.
-Status Reader::Long(std::uint64_t n) {
+bool Reader::Long(std::uint64_t n) {
   if (!Has(n)) return Truncated(n);
   const unsigned char* p = data_ + pos_;
   pos_ += n;
@@ -199,24 +222,24 @@ Status Reader::Long(std::uint64_t n) {
   }
   const std::uint64_t used = n < 8 ? n : 8;
   std::uint64_t bits = 0;
-  for (std::uint64_t i = 0; i < used; ++i) bits |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  std::memcpy(&bits, p, used);  // little-endian host, as in ReadLE
   if (used < 8 && negative) bits |= ~0ULL << (8 * used);  // sign-extend
   const bool top = (bits >> 63) != 0;
   if (negative && !top) return Fail("not a memory snapshot", "holds an integer wider than 64 bits");
   if (negative || !top) return Int(static_cast<std::int64_t>(bits));
   stack_.push_back(builder_.AddScalar(PickleKind::kInt, bits, PickleNode::kFlagUnsigned));
-  return OkStatus();
+  return true;
 }
 
-Status Reader::String(PickleKind kind, std::uint64_t length) {
+bool Reader::String(PickleKind kind, std::uint64_t length) {
   if (!Has(length)) return Truncated(length);
   if (length > 0xffffffffULL) return Fail("pickle too large", "holds a string of 4 GiB or more");
   stack_.push_back(builder_.AddString(kind, pos_, static_cast<std::uint32_t>(length)));
   pos_ += length;
-  return OkStatus();
+  return true;
 }
 
-Status Reader::Step(std::uint8_t op) {
+bool Reader::Step(std::uint8_t op) {
   std::uint32_t id = 0;
   switch (op) {
     case kProto: {
@@ -226,13 +249,13 @@ Status Reader::Step(std::uint8_t op) {
         return Fail("not a memory snapshot", "names protocol " + std::to_string(version) +
                                                  "; memtune reads protocols 2-5");
       }
-      return OkStatus();
+      return true;
     }
     case kFrame: {
       if (!Has(8)) return Truncated(8);
       const auto length = ReadLE<std::uint64_t>();
       if (!Has(length)) return Truncated(length);
-      return OkStatus();
+      return true;
     }
     case kStop:
       if (!Pop(root_)) return Underflow();
@@ -240,22 +263,22 @@ Status Reader::Step(std::uint8_t op) {
         return Fail("not a memory snapshot", "returns an imported Python object");
       }
       stopped_ = true;
-      return OkStatus();
-    case kMark: marks_.push_back(stack_.size()); return OkStatus();
+      return true;
+    case kMark: marks_.push_back(stack_.size()); return true;
     case kPop:
-      if (Pop(id)) return OkStatus();
+      if (Pop(id)) return true;
       if (marks_.empty()) return Underflow();
       marks_.pop_back();  // Python's POP on an empty stack drops the mark
-      return OkStatus();
+      return true;
     case kPopMark:
       if (marks_.empty()) return Malformed("has no MARK to pop");
-      stack_.resize(marks_.back());
+      stack_.Truncate(marks_.back());
       marks_.pop_back();
-      return OkStatus();
+      return true;
     case kDup:
       if (!Top(id)) return Underflow();
       stack_.push_back(id);
-      return OkStatus();
+      return true;
     case kNone: return Shared(none_, PickleKind::kNone, 0);
     case kNewTrue: return Shared(true_, PickleKind::kBool, 1);
     case kNewFalse: return Shared(false_, PickleKind::kBool, 0);
@@ -281,7 +304,7 @@ Status Reader::Step(std::uint8_t op) {
       if (!Has(8)) return Truncated(8);
       const std::uint64_t bits = __builtin_bswap64(ReadLE<std::uint64_t>());  // big-endian
       stack_.push_back(builder_.AddScalar(PickleKind::kFloat, bits));
-      return OkStatus();
+      return true;
     }
     case kShortBinUnicode:
       if (!Has(1)) return Truncated(1);
@@ -301,9 +324,9 @@ Status Reader::Step(std::uint8_t op) {
     case kBinBytes8:
       if (!Has(8)) return Truncated(8);
       return String(PickleKind::kBytes, ReadLE<std::uint64_t>());
-    case kEmptyDict: stack_.push_back(builder_.AddContainer(PickleKind::kDict)); return OkStatus();
-    case kEmptyList: stack_.push_back(builder_.AddContainer(PickleKind::kList)); return OkStatus();
-    case kEmptyTuple: stack_.push_back(builder_.AddContainer(PickleKind::kTuple)); return OkStatus();
+    case kEmptyDict: stack_.push_back(builder_.AddContainer(PickleKind::kDict)); return true;
+    case kEmptyList: stack_.push_back(builder_.AddContainer(PickleKind::kList)); return true;
+    case kEmptyTuple: stack_.push_back(builder_.AddContainer(PickleKind::kTuple)); return true;
     case kDict: return BuildFromMark(PickleKind::kDict);
     case kList: return BuildFromMark(PickleKind::kList);
     case kTuple: return BuildFromMark(PickleKind::kTuple);
@@ -316,10 +339,11 @@ Status Reader::Step(std::uint8_t op) {
       if (stack_.size() < Base() + n) return Underflow();
       const std::size_t below = stack_.size() - n;
       const std::span<const std::uint32_t> items(stack_.data() + below, n);
-      MEMTUNE_RETURN_IF_ERROR(
-          AddToTop(op == kSetItem ? PickleKind::kDict : PickleKind::kList, items, below));
-      stack_.resize(below);
-      return OkStatus();
+      if (!AddToTop(op == kSetItem ? PickleKind::kDict : PickleKind::kList, items, below)) {
+        return false;
+      }
+      stack_.Truncate(below);
+      return true;
     }
     case kSetItems:
     case kAppends: {
@@ -327,10 +351,11 @@ Status Reader::Step(std::uint8_t op) {
       const std::size_t mark = marks_.back();
       marks_.pop_back();
       const std::span<const std::uint32_t> items(stack_.data() + mark, stack_.size() - mark);
-      MEMTUNE_RETURN_IF_ERROR(
-          AddToTop(op == kSetItems ? PickleKind::kDict : PickleKind::kList, items, mark));
-      stack_.resize(mark);
-      return OkStatus();
+      if (!AddToTop(op == kSetItems ? PickleKind::kDict : PickleKind::kList, items, mark)) {
+        return false;
+      }
+      stack_.Truncate(mark);
+      return true;
     }
     case kMemoize: return MemoPut(memo_.size());
     case kBinPut:
@@ -365,21 +390,21 @@ Status Reader::Step(std::uint8_t op) {
   if (IsKnownOpcode(op)) {
     return Fail("not a memory snapshot", "is not used by PyTorch memory snapshots");
   }
-  return InvalidInput("", "not a pickle: byte " + HexByte(op) + " at byte " +
-                              std::to_string(op_pos_) + " is not a pickle opcode");
+  return Park(InvalidInput("", "not a pickle: byte " + HexByte(op) + " at byte " +
+                                   std::to_string(op_pos_) + " is not a pickle opcode"));
 }
 
-Status Reader::Shared(std::uint32_t& cached, PickleKind kind, std::uint64_t payload) {
+bool Reader::Shared(std::uint32_t& cached, PickleKind kind, std::uint64_t payload) {
   if (cached == kNoId) cached = builder_.AddScalar(kind, payload);
   stack_.push_back(cached);
-  return OkStatus();
+  return true;
 }
 
 std::string_view Reader::StrOf(std::uint32_t id) const {
   return std::string_view(builder_.bytes()).substr(builder_.payload(id), builder_.count(id));
 }
 
-Status Reader::BuildFromMark(PickleKind kind) {
+bool Reader::BuildFromMark(PickleKind kind) {
   if (marks_.empty()) return Malformed("has no MARK");
   const std::size_t mark = marks_.back();
   marks_.pop_back();
@@ -388,25 +413,25 @@ Status Reader::BuildFromMark(PickleKind kind) {
     return Malformed("has a key without a value");
   }
   const std::uint32_t id = builder_.AddContainer(kind);
-  MEMTUNE_RETURN_IF_ERROR(builder_.AddItems(id, items, op_, op_pos_));
-  stack_.resize(mark);
+  if (!Park(builder_.AddItems(id, items, op_, op_pos_))) return false;
+  stack_.Truncate(mark);
   stack_.push_back(id);
-  return OkStatus();
+  return true;
 }
 
-Status Reader::TupleN(std::uint32_t n) {
+bool Reader::TupleN(std::uint32_t n) {
   if (stack_.size() < Base() + n) return Underflow();
   const std::uint32_t id = builder_.AddContainer(PickleKind::kTuple);
   const std::span<const std::uint32_t> items(stack_.data() + stack_.size() - n, n);
-  MEMTUNE_RETURN_IF_ERROR(builder_.AddItems(id, items, op_, op_pos_));
-  stack_.resize(stack_.size() - n);
+  if (!Park(builder_.AddItems(id, items, op_, op_pos_))) return false;
+  stack_.Truncate(stack_.size() - n);
   stack_.push_back(id);
-  return OkStatus();
+  return true;
 }
 
 // SETITEM(S) into the dict / APPEND(S) onto the list at stack_[below - 1], the value just
 // below the items (and below the MARK for the batch forms).
-Status Reader::AddToTop(PickleKind kind, std::span<const std::uint32_t> items,
+bool Reader::AddToTop(PickleKind kind, std::span<const std::uint32_t> items,
                         std::size_t below) {
   if (below <= Base()) return Underflow();
   const std::uint32_t target = stack_[below - 1];
@@ -417,10 +442,10 @@ Status Reader::AddToTop(PickleKind kind, std::span<const std::uint32_t> items,
   if (kind == PickleKind::kDict && items.size() % 2 != 0) {
     return Malformed("has a key without a value");
   }
-  return builder_.AddItems(target, items, op_, op_pos_);
+  return Park(builder_.AddItems(target, items, op_, op_pos_));
 }
 
-Status Reader::MemoPut(std::uint64_t index) {
+bool Reader::MemoPutSlow(std::uint64_t index) {
   std::uint32_t id = 0;
   if (!Top(id)) return Underflow();
   if (index < memo_.size()) {
@@ -430,24 +455,20 @@ Status Reader::MemoPut(std::uint64_t index) {
   } else {
     sparse_memo_[index] = id;  // pickles written by hand may skip indices
   }
-  return OkStatus();
+  return true;
 }
 
-Status Reader::MemoGet(std::uint64_t index) {
-  if (index < memo_.size()) {
-    stack_.push_back(memo_[index]);
-    return OkStatus();
-  }
+bool Reader::MemoGetSparse(std::uint64_t index) {
   auto it = sparse_memo_.find(index);
   if (it == sparse_memo_.end()) {
     return Malformed("reads memo entry " + std::to_string(index) + ", which was never stored");
   }
   stack_.push_back(it->second);
-  return OkStatus();
+  return true;
 }
 
 // GLOBAL's operands: "module\nname\n".
-Status Reader::GlobalOperands() {
+bool Reader::GlobalOperands() {
   const auto* begin = data_ + pos_;
   const auto* end = data_ + size_;
   const auto* nl1 = static_cast<const unsigned char*>(std::memchr(begin, '\n', end - begin));
@@ -460,7 +481,7 @@ Status Reader::GlobalOperands() {
                 std::string_view(reinterpret_cast<const char*>(nl1 + 1), nl2 - nl1 - 1));
 }
 
-Status Reader::Global(std::string_view module, std::string_view name) {
+bool Reader::Global(std::string_view module, std::string_view name) {
   const AllowedGlobal which = FindAllowedGlobal(module, name);
   if (which == AllowedGlobal::kNone) {
     return Fail("not a memory snapshot",
@@ -469,10 +490,10 @@ Status Reader::Global(std::string_view module, std::string_view name) {
                     "collections.OrderedDict and torch.jit._pickle helpers");
   }
   stack_.push_back(builder_.AddScalar(PickleKind::kGlobal, static_cast<std::uint64_t>(which)));
-  return OkStatus();
+  return true;
 }
 
-Status Reader::Reduce() {
+bool Reader::Reduce() {
   std::uint32_t args = 0, callable = 0;
   if (!Pop(args) || !Pop(callable)) return Underflow();
   if (builder_.kind(callable) != PickleKind::kGlobal) {
@@ -486,7 +507,7 @@ Status Reader::Reduce() {
   if (which == AllowedGlobal::kOrderedDict) {
     if (argc != 0) return Malformed("calls collections.OrderedDict with arguments");
     stack_.push_back(builder_.AddContainer(PickleKind::kDict));
-    return OkStatus();
+    return true;
   }
   // restore_type_tag(value, type_str) and build_*list(list) return their first argument.
   const bool ok = which == AllowedGlobal::kRestoreTypeTag ? argc == 2 : argc == 1;
@@ -496,7 +517,7 @@ Status Reader::Reduce() {
     return Malformed("calls a torch.jit._pickle list builder without a list");
   }
   stack_.push_back(value);
-  return OkStatus();
+  return true;
 }
 
 }  // namespace

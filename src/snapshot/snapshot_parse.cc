@@ -35,8 +35,12 @@ Result<StackId> SnapshotParser::Stack(PickleValue frames, const Path& path) {
     return WrongType(path, "list", frames.kind());
   }
   if (frames.size() == 0) return kNoStack;
+  if (const StackId* hit = stack_cache_.Find(frames.id())) return *hit;
   auto [it, fresh] = stack_by_node_.try_emplace(frames.id(), 0);
-  if (!fresh) return it->second;
+  if (!fresh) {
+    stack_cache_.Put(frames.id(), it->second);
+    return it->second;
+  }
   std::vector<std::int32_t> stack;
   stack.reserve(frames.size());
   for (std::size_t i = 0; i < frames.size(); ++i) {
@@ -46,6 +50,7 @@ Result<StackId> SnapshotParser::Stack(PickleValue frames, const Path& path) {
   }
   snapshot_.stacks.push_back(std::move(stack));
   it->second = static_cast<StackId>(snapshot_.stacks.size() - 1);
+  stack_cache_.Put(frames.id(), it->second);
   return it->second;
 }
 

@@ -53,34 +53,71 @@ Status SnapshotParser::Traces(PickleValue list, const Path& path) {
   return OkStatus();
 }
 
+SnapshotParser::EntryKey SnapshotParser::ClassifyEntryKey(PickleValue key) {
+  static constexpr std::pair<std::string_view, EntryKey> kKeys[] = {
+      {"action", EntryKey::kAction}, {"addr", EntryKey::kAddr},
+      {"device_free", EntryKey::kDeviceFree}, {"size", EntryKey::kSize},
+      {"stream", EntryKey::kStream}, {"time_us", EntryKey::kTimeUs},
+      {"frames", EntryKey::kFrames},
+  };
+  EntryKey which = EntryKey::kOther;
+  for (const auto& [name, k] : kKeys) {
+    if (key.AsStr() == name) which = k;
+  }
+  entry_keys_.Put(key.id(), which);
+  return which;
+}
+
+TraceAction SnapshotParser::ClassifyAction(PickleValue action) {
+  const TraceAction which = ParseAction(action.AsStr());
+  actions_.Put(action.id(), which);
+  return which;
+}
+
 Result<TraceEntry> SnapshotParser::OneEntry(PickleValue dict, const Path& path) {
   if (dict.kind() != PickleKind::kDict) return WrongType(path, "dict", dict.kind());
   TraceEntry e;
   bool has_action = false;
   for (std::size_t i = 0; i < dict.size(); ++i) {
-    if (dict.key(i).kind() != PickleKind::kStr) continue;
-    const std::string_view key = dict.key(i).AsStr();
+    const PickleValue k = dict.key(i);
+    if (k.kind() != PickleKind::kStr) continue;
     const PickleValue v = dict.value(i);
-    if (key == "action") {
-      Path p(&path, "action");
-      MEMTUNE_TRY(std::string_view a, ToStr(v, p));
-      e.action = ParseAction(a);
-      has_action = true;
-    } else if (key == "addr" || key == "device_free") {
-      Path p(&path, key == "addr" ? "addr" : "device_free");
-      MEMTUNE_TRY(e.addr, ToInt(v, p, 0, kMaxAddress));
-    } else if (key == "size") {
-      Path p(&path, "size");
-      MEMTUNE_TRY(e.size_bytes, ToInt(v, p, 0, kMaxFieldBytes));
-    } else if (key == "stream") {
-      Path p(&path, "stream");
-      MEMTUNE_TRY(e.stream, ToAnyInt(v, p));
-    } else if (key == "time_us") {
-      Path p(&path, "time_us");
-      MEMTUNE_TRY(e.time_us, ToAnyInt(v, p));
-    } else if (key == "frames") {
-      Path p(&path, "frames");
-      MEMTUNE_TRY(e.stack, Stack(v, p));
+    const EntryKey which = EntryKeyOf(k);
+    switch (which) {
+      case EntryKey::kAction: {
+        Path p(&path, "action");
+        if (v.kind() != PickleKind::kStr) return WrongType(p, "str", v.kind());
+        e.action = ActionOf(v);
+        has_action = true;
+        break;
+      }
+      case EntryKey::kAddr:
+      case EntryKey::kDeviceFree: {
+        Path p(&path, which == EntryKey::kAddr ? "addr" : "device_free");
+        MEMTUNE_TRY(e.addr, ToInt(v, p, 0, kMaxAddress));
+        break;
+      }
+      case EntryKey::kSize: {
+        Path p(&path, "size");
+        MEMTUNE_TRY(e.size_bytes, ToInt(v, p, 0, kMaxFieldBytes));
+        break;
+      }
+      case EntryKey::kStream: {
+        Path p(&path, "stream");
+        MEMTUNE_TRY(e.stream, ToAnyInt(v, p));
+        break;
+      }
+      case EntryKey::kTimeUs: {
+        Path p(&path, "time_us");
+        MEMTUNE_TRY(e.time_us, ToAnyInt(v, p));
+        break;
+      }
+      case EntryKey::kFrames: {
+        Path p(&path, "frames");
+        MEMTUNE_TRY(e.stack, Stack(v, p));
+        break;
+      }
+      case EntryKey::kOther: break;
     }
   }
   if (!has_action) return InvalidInput(path.str(), "missing key 'action'");

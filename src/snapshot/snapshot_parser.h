@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "memtune/snapshot/snapshot.h"
+#include "snapshot/id_cache.h"
 #include "snapshot/snapshot_fields.h"
 
 namespace memtune::snapshot {
@@ -19,6 +20,9 @@ class SnapshotParser {
   Result<Snapshot> Run(PickleValue root);
 
  private:
+  // The keys of a trace entry that ParseSnapshot reads (snapshot_parse_traces.cc).
+  enum class EntryKey : std::uint8_t { kAction, kAddr, kDeviceFree, kSize, kStream, kTimeUs, kFrames, kOther };
+
   Status Segments(PickleValue list, const Path& path);        // snapshot_parse_segments.cc
   Status OneSegment(PickleValue dict, const Path& path);
   Status SegmentField(Segment& seg, std::string_view key, PickleValue v, const Path& path);
@@ -27,10 +31,25 @@ class SnapshotParser {
   Status Traces(PickleValue list, const Path& path);          // snapshot_parse_traces.cc
   Result<TraceEntry> OneEntry(PickleValue dict, const Path& path);
   Status Settings(PickleValue dict, const Path& path);
+  // Which entry key / action a str value is; cached by value id.
+  EntryKey EntryKeyOf(PickleValue key) {
+    const EntryKey* hit = entry_keys_.Find(key.id());
+    return hit != nullptr ? *hit : ClassifyEntryKey(key);
+  }
+  TraceAction ActionOf(PickleValue action) {
+    const TraceAction* hit = actions_.Find(action.id());
+    return hit != nullptr ? *hit : ClassifyAction(action);
+  }
+  EntryKey ClassifyEntryKey(PickleValue key);  // the cache misses; they fill it
+  TraceAction ClassifyAction(PickleValue action);
   Result<StackId> Stack(PickleValue frames, const Path& path);  // snapshot_parse.cc
   Result<std::int32_t> FrameIndex(PickleValue frame, const Path& path);
 
   Snapshot snapshot_;
+  // Memo-shared keys, actions and frame lists are classified once per id (see id_cache.h).
+  IdCache<EntryKey> entry_keys_;
+  IdCache<TraceAction> actions_;
+  IdCache<StackId> stack_cache_;  // in front of stack_by_node_
   std::unordered_map<std::uint32_t, StackId> stack_by_node_;
   std::unordered_map<std::uint32_t, std::int32_t> frame_by_node_;
   std::map<std::tuple<std::string, std::int64_t, std::string>, std::int32_t> frame_by_content_;

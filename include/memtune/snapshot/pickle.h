@@ -62,6 +62,7 @@ struct PickleNode {
 
   static constexpr std::uint8_t kFlagSealed = 1;    // stored in a container: immutable
   static constexpr std::uint8_t kFlagUnsigned = 2;  // int in [2^63, 2^64), payload is the bits
+  static constexpr std::uint8_t kFlagChunked = 4;   // reader only: items not yet contiguous
 };
 
 class PickleDocument;

@@ -94,6 +94,23 @@ TEST(PickleTest, SetItemAppendAndLastKeyWins) {
   EXPECT_EQ(doc->root().Find("b")->at(0).AsInt(), 5);
 }
 
+TEST(PickleTest, InterleavedBatchesKeepTheirOrder) {
+  // L = [], M = []; M.append(1); L.append(2); M.append(3); L.append(4); M.extend([5, 6]);
+  // M.extend([7]); L.append(M). Batches of one list land between those of the other.
+  std::string p = P("\x80\x04]\x94]\x94K\x01" "a0K\x02" "ah\x01K\x03" "a0K\x04" "a") +
+                  P("h\x01(K\x05K\x06" "e(K\x07" "e0h\x01" "a.");
+  auto doc = ReadPickle(p);
+  ASSERT_TRUE(doc) << doc.error().message;
+  PickleValue l = doc->root();
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l.at(0).AsInt(), 2);
+  EXPECT_EQ(l.at(1).AsInt(), 4);
+  PickleValue m = l.at(2);
+  ASSERT_EQ(m.size(), 5u);
+  const std::int64_t want[] = {1, 3, 5, 6, 7};
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(m.at(i).AsInt(), want[i]) << i;
+}
+
 TEST(PickleTest, FramesBytesPopDupAndLongStrings) {
   // FRAME, SHORT_BINBYTES, BINBYTES, BINUNICODE8, DUP, POP, POP_MARK.
   std::string p = P("\x80\x05\x95\x10\x00\x00\x00\x00\x00\x00\x00]") + P("C\x02hi") +
