@@ -129,6 +129,18 @@ Result<nlohmann::json> Probe(const CalibrateOptions& options, const fs::path& ha
   return info;
 }
 
+// The first interpreter whose probe reports PyTorch, or the first candidate when none does
+// (Probe then explains what is missing).
+std::string ChooseInterpreter(const fs::path& harness, const std::vector<std::string>& candidates) {
+  for (const std::string& python : candidates) {
+    auto proc = RunProcess({python, (harness / "run.py").string(), "--probe"}, true);
+    if (!proc || proc->exit_code != 0) continue;
+    auto info = nlohmann::json::parse(proc->stdout_text, nullptr, false);
+    if (info.is_object() && !info.value("torch", nlohmann::json()).is_null()) return python;
+  }
+  return candidates.front();
+}
+
 bool HasCommand(const std::string& self, const std::string& name) {
   auto proc = RunProcess({self, name, "--help"}, true);
   return proc && proc->exit_code == 0;
@@ -193,13 +205,18 @@ int RunCalibrate(int argc, char** argv) {
   app.add_flag("--dry-run", options.dry_run, "run every workload on the CPU with small shapes");
   app.add_option("--out", options.out, "output folder (default: calibrate-out)");
   app.add_option("--only", options.only, "comma-separated workload names (default: all)");
-  app.add_option("--python", options.python, "Python interpreter with PyTorch (default: python3)");
+  app.add_option("--python", options.python, "Python interpreter with PyTorch (default: python3 on PATH, then /usr/bin/python3)");
   app.add_option("--harness", options.harness,
                  "the tools/calibrate folder (default: found next to "
                  "the executable)");
   if (int code = ParseArgs(app, argc, argv); code >= 0) return code;
   auto harness = FindHarness(options);
   if (!harness) return PrintError(kCommand, harness.error());
+  if (app.count("--python") == 0) {
+    // Without --python: the first python3 on PATH (a virtualenv, pyenv) may lack PyTorch
+    // while Debian's own /usr/bin/python3 has it (python3-torch); use that one then.
+    options.python = ChooseInterpreter(*harness, {"python3", "/usr/bin/python3"});
+  }
   auto info = Probe(options, *harness);
   if (!info) return PrintError(kCommand, info.error());
   std::vector<std::string> run = {options.python, (*harness / "run.py").string(), "--out",
