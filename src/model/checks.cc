@@ -93,18 +93,31 @@ bool BlocksEstimate(std::string_view rule_id) {
   return false;
 }
 
+// The error rules for which BlocksEstimate holds, in table order. The rule tables are
+// static arrays, so the pointers stay valid; classifying once keeps the id comparisons off
+// the estimator's hot path (every EstimateMemory call runs these rules).
+const std::vector<const Rule*>& BlockingRules() {
+  static const std::vector<const Rule*> kBlocking = [] {
+    std::vector<const Rule*> rules;
+    for (auto area : kAreas) {
+      for (const Rule& rule : area()) {
+        if (rule.info.severity == Severity::kError && BlocksEstimate(rule.info.id)) {
+          rules.push_back(&rule);
+        }
+      }
+    }
+    return rules;
+  }();
+  return kBlocking;
+}
+
 std::vector<Finding> StructuralErrors(const Job& job) {
   std::vector<Finding> errors;
-  for (auto area : kAreas) {
-    for (const Rule& rule : area()) {
-      if (rule.info.severity != Severity::kError || !BlocksEstimate(rule.info.id) ||
-          !Applies(rule.info.scope, job.memtune.framework)) {
-        continue;
-      }
-      for (checks::Violation& v : rule.check(job)) {
-        errors.push_back(Finding{std::string(rule.info.id), rule.info.severity, std::move(v.fields),
-                                 std::move(v.message), std::move(v.fix), std::string(rule.info.source)});
-      }
+  for (const Rule* rule : BlockingRules()) {
+    if (!Applies(rule->info.scope, job.memtune.framework)) continue;
+    for (checks::Violation& v : rule->check(job)) {
+      errors.push_back(Finding{std::string(rule->info.id), rule->info.severity, std::move(v.fields),
+                               std::move(v.message), std::move(v.fix), std::string(rule->info.source)});
     }
   }
   return errors;
