@@ -8,6 +8,7 @@
 #include "estimate/compat_common.h"
 #include "estimate/megatron_lm_formula.h"
 #include "memtune/estimate/compat.h"
+#include "unit/support/llama3_70b_shape.h"
 
 namespace memtune::estimate {
 namespace {
@@ -17,30 +18,9 @@ namespace {
 // distributed optimizer, vocab 128256 padded to 128512.
 model::Job Llama70B() {
   model::Job job;
-  model::ModelConfig& m = job.model;
-  m.num_layers = 80;
-  m.hidden_size = 8192;
-  m.num_attention_heads = 64;
-  m.num_query_groups = 8;
-  m.kv_channels = 128;
-  m.ffn_hidden_size = 28672;
-  m.vocab_size = 128256;
-  m.make_vocab_size_divisible_by = 128;
-  m.should_pad_vocab = true;
-  m.share_embeddings_and_output_weights = false;
-  m.gated_linear_unit = true;
-  m.activation_func = "silu";
-  m.normalization = model::Normalization::kRMSNorm;
-  m.add_bias_linear = false;
-  m.tensor_model_parallel_size = 4;
-  m.pipeline_model_parallel_size = 4;
-  m.virtual_pipeline_model_parallel_size = 5;
-  m.sequence_parallel = true;
-  m.seq_length = 4096;
-  job.train.micro_batch_size = 1;
-  job.train.global_batch_size = 32;
-  job.optimizer.use_distributed_optimizer = true;
-  job.memtune.world_size = 32;
+  memtune::testing::SetLlama3_70bShape(job);
+  job.model.make_vocab_size_divisible_by = 128;
+  job.model.should_pad_vocab = true;
   return job;
 }
 

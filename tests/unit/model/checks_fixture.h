@@ -7,6 +7,7 @@
 
 #include "memtune/model/checks.h"
 #include "memtune/model/job.h"
+#include "unit/support/llama3_70b_shape.h"
 
 namespace memtune::model::testing {
 
@@ -15,37 +16,17 @@ namespace memtune::model::testing {
 // CheckJob returns no finding for it.
 inline Job BaseJob() {
   Job job;
+  memtune::testing::SetLlama3_70bShape(job);
   ModelConfig& m = job.model;
-  m.num_layers = 80;
-  m.hidden_size = 8192;
-  m.ffn_hidden_size = 28672;
-  m.num_attention_heads = 64;
-  m.num_query_groups = 8;
-  m.kv_channels = 128;
-  m.vocab_size = 128256;
-  m.share_embeddings_and_output_weights = false;
-  m.gated_linear_unit = true;
-  m.activation_func = "silu";
-  m.normalization = Normalization::kRMSNorm;
-  m.add_bias_linear = false;
   m.hidden_dropout = 0;
   m.attention_dropout = 0;
   m.position_embedding_type = "rope";
-  m.tensor_model_parallel_size = 4;
-  m.pipeline_model_parallel_size = 4;
-  m.virtual_pipeline_model_parallel_size = 5;
-  m.sequence_parallel = true;
-  m.seq_length = 4096;
   m.bf16 = true;
   m.params_dtype = Dtype::kBf16;
   m.pipeline_dtype = Dtype::kBf16;
-  job.train.micro_batch_size = 1;
-  job.train.global_batch_size = 32;
-  job.optimizer.use_distributed_optimizer = true;
   job.optimizer.bf16 = true;
   job.ddp.use_distributed_optimizer = true;
   job.ddp.grad_reduce_in_fp32 = true;
-  job.memtune.world_size = 32;
   job.memtune.gpu = "h100-sxm-80gb";
   return job;
 }
