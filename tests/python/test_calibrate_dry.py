@@ -224,6 +224,29 @@ class CliTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 2)
         self.assertIn("--only: unknown workload 'nope'", proc.stderr)
 
+    def test_calibrate_falls_back_to_debian_python(self):
+        # Without --python, a python3 on PATH that cannot answer the probe (here: a stub
+        # that fails) is skipped for Debian's /usr/bin/python3 when that one has PyTorch.
+        debian = "/usr/bin/python3"
+        if BINARY is None or not os.path.exists(debian) or subprocess.run(
+                [debian, "-c", "import torch"], capture_output=True).returncode != 0:
+            self.skipTest("needs the memtune binary and PyTorch under /usr/bin/python3")
+        stub_dir = pathlib.Path(tempfile.mkdtemp(prefix="calib-stub-"))
+        try:
+            stub = stub_dir / "python3"
+            stub.write_text("#!/bin/sh\nexit 1\n")
+            stub.chmod(0o755)
+            env = dict(os.environ, PATH=str(stub_dir) + os.pathsep + os.environ.get("PATH", ""))
+            proc = subprocess.run([BINARY, "calibrate", "--dry-run", "--only", "nope", "--out",
+                                   str(stub_dir / "out"), "--harness", str(HARNESS)],
+                                  capture_output=True, text=True, timeout=120, env=env)
+            # The probe reached the harness through /usr/bin/python3: the error is the
+            # harness's own, not "PyTorch is not installed for 'python3'".
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn("--only: unknown workload 'nope'", proc.stderr)
+        finally:
+            shutil.rmtree(stub_dir, ignore_errors=True)
+
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
