@@ -80,30 +80,21 @@ int CountErrors(const std::vector<Finding>& findings) {
 }
 
 bool BlocksEstimate(std::string_view rule_id) {
-  // Whole areas whose every error is arithmetic on the layout or the shapes.
-  for (std::string_view area : {"layout.", "heads.", "vocab.", "pipeline."}) {
-    if (rule_id.starts_with(area)) return rule_id != "layout.tp-comm-overlap-needs-sp" &&
-                                          rule_id != "pipeline.defer-embedding-wgrad";
-  }
-  for (std::string_view id : {"moe.ep-needs-experts", "moe.experts-positive", "moe.experts-divisible-ep",
-                              "moe.expert-layout", "moe.layer-freq", "recompute.full-needs-method",
-                              "recompute.full-needs-num-layers", "fsdp.shard-degree"}) {
-    if (rule_id == id) return true;
+  for (const RuleInfo& rule : ListRules()) {
+    if (rule.id == rule_id) return rule.blocks_estimate;
   }
   return false;
 }
 
-// The error rules for which BlocksEstimate holds, in table order. The rule tables are
-// static arrays, so the pointers stay valid; classifying once keeps the id comparisons off
-// the estimator's hot path (every EstimateMemory call runs these rules).
+// The rules marked blocks_estimate, in table order. The rule tables are static arrays, so
+// the pointers stay valid; selecting them once keeps the scan off the estimator's hot path
+// (every EstimateMemory call runs these rules).
 const std::vector<const Rule*>& BlockingRules() {
   static const std::vector<const Rule*> kBlocking = [] {
     std::vector<const Rule*> rules;
     for (auto area : kAreas) {
       for (const Rule& rule : area()) {
-        if (rule.info.severity == Severity::kError && BlocksEstimate(rule.info.id)) {
-          rules.push_back(&rule);
-        }
+        if (rule.info.blocks_estimate) rules.push_back(&rule);
       }
     }
     return rules;

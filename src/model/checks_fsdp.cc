@@ -124,7 +124,7 @@ constexpr Rule kRules[] = {
      DistOptInstances},
     {{"fsdp.shard-degree", Severity::kError, RuleScope::kFsdp2,
       "world_size % (shard_degree*TP*PP*CP) == 0 (dp_replicate is an integer)",
-      "choose a shard_degree dividing world/(TP*PP*CP)", "torchtitan ParallelDims._validate"},
+      "choose a shard_degree dividing world/(TP*PP*CP)", "torchtitan ParallelDims._validate", kBlocksEstimate},
      ShardDegree},
     {{"fsdp.activation-checkpoint", Severity::kError, RuleScope::kFsdp2,
       "activation_checkpoint is none | selective_op | selective_layer | full", "use a listed mode",

@@ -27,6 +27,9 @@ using Violations = std::vector<Violation>;
 
 // A rule: its description and its predicate (returns one entry per violation, empty when
 // the job satisfies the rule).
+// RuleInfo::blocks_estimate for the rows whose violation makes the job's shape inconsistent.
+inline constexpr bool kBlocksEstimate = true;
+
 struct Rule {
   RuleInfo info;
   Violations (*check)(const Job& job);

@@ -39,6 +39,9 @@ struct RuleInfo {
   std::string_view fix;     // the generic fix
   std::string_view source;  // the upstream rule it reproduces, e.g.
                             // "MCore TransformerConfig.__post_init__"
+  // A violation leaves the job without a consistent shape, so no memory figure follows from
+  // it and the estimator refuses the job (see BlocksEstimate).
+  bool blocks_estimate = false;
 };
 
 // One violated rule, with the job's offending values.
@@ -70,10 +73,11 @@ int CountErrors(const std::vector<Finding>& findings);
 
 // True for the rules whose violation leaves the job without a consistent shape: the parallel
 // layout does not divide (world size, batch, heads, vocabulary, layers per stage, experts),
-// a size is not positive, or full recompute lacks its method. No memory figure follows from
-// such a job, so the estimator refuses it (estimate::EstimateMemory). Other errors (a job
-// upstream rejects for a reason that does not change the arithmetic, e.g. an environment
-// variable) do not block an estimate; `memtune check` reports them all.
+// a size is not positive, or full recompute lacks its method (RuleInfo::blocks_estimate, set
+// in the rule tables). No memory figure follows from such a job, so the estimator refuses it
+// (estimate::EstimateMemory). Other errors (a job upstream rejects for a reason that does not
+// change the arithmetic, e.g. an environment variable) do not block an estimate; `memtune
+// check` reports them all. False for an unknown id.
 bool BlocksEstimate(std::string_view rule_id);
 
 // The error-severity findings of CheckJob(job) for which BlocksEstimate holds, in table order.
