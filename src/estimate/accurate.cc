@@ -6,6 +6,7 @@
 #include <string>
 
 #include "activations.h"
+#include "fsdp2_estimate.h"
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/gpu_catalog.h"
 #include "model_state.h"
@@ -16,11 +17,6 @@ namespace {
 
 Status CheckSupported(const model::Job& job) {
   const auto& m = job.model;
-  if (job.memtune.framework == model::Framework::kFsdp2) {
-    return Unsupported("memtune.framework",
-                       "fsdp2 jobs are not modelled by the accurate estimator yet (torchtitan "
-                       "FSDP2 sharding and its max_reserved metric need the allocator simulator)");
-  }
   if (m.num_layers <= 0 || m.hidden_size <= 0 || m.num_attention_heads <= 0 || m.seq_length <= 0) {
     return InvalidConfig("model", "num_layers, hidden_size, num_attention_heads and seq_length "
                                   "must be positive");
@@ -103,6 +99,11 @@ Status FillGpuFacts(const model::Job& job, Estimate& e) {
 }
 
 Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& options) {
+  if (job.memtune.framework == model::Framework::kFsdp2) {
+    MEMTUNE_TRY(auto fsdp2, EstimateFsdp2(job, options));
+    MEMTUNE_RETURN_IF_ERROR(FillGpuFacts(job, fsdp2));
+    return fsdp2;
+  }
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job));
   MEMTUNE_TRY(auto stages, BuildPipelineLayout(job.model));
   MEMTUNE_TRY(auto gpu, LookUpGpu(job));

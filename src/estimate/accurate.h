@@ -7,7 +7,8 @@ namespace memtune::estimate::internal {
 
 // Per-rank model state + activations held at the rank's schedule peak + the transient
 // live then, or the optimizer-step peak when that is higher. See docs/estimator.md.
-// Errors: kUnsupported for framework fsdp2 (its metric needs the allocator simulator);
+// framework fsdp2 goes to EstimateFsdp2 (fsdp2_estimate.h).
+// Errors: kUnsupported for what the model does not cover;
 // kInvalidConfig for an inconsistent pipeline layout; kNotFound for an unknown GPU.
 Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& options);
 

@@ -55,7 +55,11 @@ void AppendTable(std::string& out, const estimate::Estimate& e) {
   if (e.mode == estimate::Mode::kAccurate) {
     out += fmt::format("{:<{}}", "peak at", width);
     for (const auto& rank : e.ranks) {
-      out += fmt::format(" {:>9}", rank.peak_phase == "backward" ? "backward" : "opt.step");
+      // Nine-column labels of RankEstimate::peak_phase.
+      const char* phase = rank.peak_phase == "backward"        ? "backward"
+                          : rank.peak_phase == "loss backward" ? "loss bwd"
+                                                               : "opt.step";
+      out += fmt::format(" {:>9}", phase);
     }
     out += fmt::format("\n{:<{}}", "in flight", width);
     for (const auto& rank : e.ranks) out += fmt::format(" {:>9}", rank.in_flight_microbatches);

@@ -19,7 +19,7 @@ class SimulatorSink : public EventSink {
       sim_.Free(e.handle);
       return true;
     }
-    const alloc::AllocResult r = sim_.Alloc(e.handle, e.bytes);
+    const alloc::AllocResult r = sim_.Alloc(e.handle, e.bytes, e.stream);
     if (r.status == alloc::AllocStatus::kOutOfMemory) {
       run_.oom = true;
       run_.oom_event = FormatLabel(e.label) + " (" + std::to_string(e.bytes) + " bytes)";

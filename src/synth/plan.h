@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "estimate/activations.h"
+#include "estimate/fsdp2_tensors.h"
 #include "estimate/layer_tensors.h"
 #include "estimate/model_state.h"
 #include "estimate/rank_components.h"
@@ -71,6 +73,7 @@ class Plan {
   std::int64_t local_hidden = 0;   // act bytes of one micro-batch's hidden states (local tokens)
   std::int64_t full_hidden = 0;    // the same over the full (SP-gathered) sequence
   std::vector<RankPlan> ranks;
+  std::optional<est::Fsdp2Facts> fsdp2;  // framework fsdp2: one rank class, its own generator
 };
 
 }  // namespace memtune::synth

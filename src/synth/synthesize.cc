@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "estimate/accurate.h"
+#include "synth/fsdp2_generator.h"
 #include "synth/generator.h"
 
 namespace memtune::synth {
@@ -13,9 +14,6 @@ namespace {
 Status CheckSupported(const model::Job& job, const SynthOptions& options) {
   if (options.iterations < 1) {
     return InvalidInput("iterations", "must be at least 1, got " + std::to_string(options.iterations));
-  }
-  if (job.memtune.framework == model::Framework::kFsdp2) {
-    return Unsupported("memtune.framework", "fsdp2 jobs cannot be synthesized yet");
   }
   if (job.ddp.use_megatron_fsdp) {
     return Unsupported("ddp.use_megatron_fsdp", "Megatron-FSDP parameter gathers are not synthesized yet");
@@ -118,6 +116,13 @@ TraceSynthesizer& TraceSynthesizer::operator=(TraceSynthesizer&&) noexcept = def
 
 Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const SynthOptions& options) {
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job, options));
+  if (job.memtune.framework == model::Framework::kFsdp2) {
+    auto plan = std::make_unique<Plan>();
+    MEMTUNE_TRY(plan->fsdp2, est::MakeFsdp2Facts(job));
+    plan->iterations = options.iterations;
+    plan->num_microbatches = plan->fsdp2->microbatches;
+    return TraceSynthesizer(std::move(plan));
+  }
   MEMTUNE_TRY(auto stages, estimate::BuildPipelineLayout(job.model));
   const auto& m = job.model;
   auto plan = std::make_unique<Plan>();
@@ -156,6 +161,10 @@ int TraceSynthesizer::num_stages() const { return plan_->pp_size; }
 int TraceSynthesizer::iterations() const { return plan_->iterations; }
 
 TraceSummary TraceSynthesizer::Synthesize(int pp_rank, EventSink& sink) const {
+  if (plan_->fsdp2) {
+    Fsdp2Generator generator(*plan_->fsdp2, plan_->iterations, sink);
+    return generator.Run();
+  }
   Generator generator(*plan_, pp_rank, sink);
   return generator.Run();
 }
@@ -168,6 +177,7 @@ class TextSink : public EventSink {
   bool OnEvent(const SynthEvent& e) override {
     if (e.op == EventOp::kAlloc) {
       out_ << "alloc h" << e.handle << ' ' << e.bytes;
+      if (e.stream != 0) out_ << ' ' << e.stream;
     } else {
       out_ << "free h" << e.handle;
     }

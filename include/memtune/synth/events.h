@@ -43,6 +43,7 @@ struct SynthEvent {
   alloc::HandleId handle = 0;
   std::int64_t bytes = 0;  // requested bytes (alloc); the allocation's bytes (free)
   EventLabel label;
+  alloc::StreamId stream = 0;  // allocation stream (FSDP2's all-gather / reduce-scatter streams)
 };
 
 // Receives the events in order. Return false to stop the synthesis (e.g. after an OOM).

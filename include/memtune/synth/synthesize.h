@@ -34,7 +34,8 @@ class Plan;  // per-job sizes, computed once (src/synth/plan.h)
 // and reused for every rank. Immutable; safe to share between threads.
 class TraceSynthesizer {
  public:
-  // Errors: kUnsupported for FSDP2 / Megatron-FSDP jobs and full-iteration CUDA graphs;
+  // Errors: kUnsupported for Megatron-FSDP jobs, full-iteration CUDA graphs and FSDP2 jobs
+  // outside MakeFsdp2Facts' model (src/estimate/fsdp2_tensors.h);
   // kInvalidConfig from the pipeline layout (as the estimator reports them);
   // kInvalidInput for iterations < 1.
   static Result<TraceSynthesizer> Create(const model::Job& job, const SynthOptions& options = {});

@@ -85,15 +85,6 @@ TEST(AccurateTest, OptimizerStepCanBeThePeak) {
   EXPECT_EQ(e->ranks[0].allocated_bytes, e->ranks[0].step_peak_bytes);
 }
 
-TEST(AccurateTest, Fsdp2IsUnsupportedWithAReason) {
-  auto job = TinyJob();
-  job.memtune.framework = model::Framework::kFsdp2;
-  auto e = EstimateMemory(job);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().code, ErrorCode::kUnsupported);
-  EXPECT_EQ(e.error().field, "memtune.framework");
-}
-
 TEST(AccurateTest, GpuCapacityAndContextComeFromTheCatalog) {
   auto e = EstimateMemory(Llama70BJob());
   ASSERT_TRUE(e);

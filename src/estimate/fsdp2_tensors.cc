@@ -1,0 +1,238 @@
+// torchtitan Llama under FSDP2: parameters, saved activations and transients of one rank.
+// Every tensor is named after the torchtitan operation that creates or saves it
+// (torchtitan 9dec370 models/llama/model.py, models/norms.py, parallelisms/
+// parallelize_llama.py, train.py; PyTorch autograd's saved tensors per op).
+#include "fsdp2_tensors.h"
+
+#include <algorithm>
+
+#include "memtune/model/parameters.h"
+
+namespace memtune::estimate::internal {
+namespace {
+
+std::int64_t Sum(const std::vector<Fsdp2Tensor>& list) {
+  std::int64_t total = 0;
+  for (const auto& t : list) total += t.bytes;
+  return total;
+}
+
+Status CheckModelled(const model::Job& job) {
+  const auto& m = job.model;
+  if (m.pipeline_model_parallel_size > 1) {
+    return Unsupported("model.pipeline_model_parallel_size",
+                       "fsdp2 with pipeline parallelism (torchtitan PP schedules) is not modelled yet");
+  }
+  if (m.context_parallel_size > 1) {
+    return Unsupported("model.context_parallel_size", "fsdp2 with context parallelism is not modelled yet");
+  }
+  if (m.num_moe_experts.value_or(0) > 0) {
+    return Unsupported("model.num_moe_experts", "fsdp2 MoE models are not modelled yet");
+  }
+  if (m.multi_latent_attention) {
+    return Unsupported("model.multi_latent_attention", "fsdp2 MLA models are not modelled yet");
+  }
+  // torchtitan's Llama block: RMSNorm, bias-free projections, SwiGLU feed-forward.
+  auto llama_only = [](const char* field, const std::string& value) {
+    return Unsupported(field, "fsdp2 jobs are modelled as torchtitan's Llama (RMSNorm, no biases, SwiGLU with "
+                              "silu); got " + value);
+  };
+  if (!m.gated_linear_unit) return llama_only("model.gated_linear_unit", "false");
+  if (m.activation_func != "silu") return llama_only("model.activation_func", m.activation_func);
+  if (m.normalization != model::Normalization::kRMSNorm) return llama_only("model.normalization", "LayerNorm");
+  if (m.add_bias_linear) return llama_only("model.add_bias_linear", "true");
+  if (m.add_qkv_bias) return llama_only("model.add_qkv_bias", "true");
+  if (m.qk_layernorm) return llama_only("model.qk_layernorm", "true");
+  if (job.memtune.fsdp2.compile && job.memtune.fsdp2.activation_checkpoint == "none") {
+    return Unsupported("memtune.fsdp2.compile",
+                       "torch.compile without activation checkpointing saves what inductor's "
+                       "min-cut partitioner picks; not modelled (set activation_checkpoint)");
+  }
+  if (m.num_layers <= 0 || m.hidden_size <= 0 || m.num_attention_heads <= 0 || m.seq_length <= 0) {
+    return InvalidConfig("model", "num_layers, hidden_size, num_attention_heads and seq_length must be positive");
+  }
+  return OkStatus();
+}
+
+Result<Fsdp2Ac> ParseAc(const std::string& ac) {
+  if (ac == "none") return Fsdp2Ac::kNone;
+  if (ac == "selective_op") return Fsdp2Ac::kSelectiveOp;
+  if (ac == "selective_layer") return Fsdp2Ac::kSelectiveLayer;
+  if (ac == "full") return Fsdp2Ac::kFull;
+  return InvalidConfig("memtune.fsdp2.activation_checkpoint",
+                       "'" + ac + "' is not one of none, selective_op, selective_layer, full");
+}
+
+// Parameters of one block and of the root module, TP-local (torchtitan's TP plan:
+// wq/wk/wv/w1/w3 ColwiseParallel, wo/w2 RowwiseParallel, norms SequenceParallel,
+// tok_embeddings RowwiseParallel over the vocabulary, output ColwiseParallel).
+void AddParams(const model::Job& job, int tp, Fsdp2Facts& f) {
+  const auto& m = job.model;
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t q = m.num_attention_heads * model::EffectiveKvChannels(m);
+  const std::int64_t kv = model::EffectiveQueryGroups(m) * model::EffectiveKvChannels(m);
+  const std::int64_t ffn = model::EffectiveFfnHiddenSize(m);
+  const std::int64_t vocab = model::PaddedVocabSize(job);
+  f.block_params = {
+      {"attention_norm.weight", h, 1}, {"attention.wq.weight", q / tp, h},
+      {"attention.wk.weight", kv / tp, h}, {"attention.wv.weight", kv / tp, h},
+      {"attention.wo.weight", h, q / tp}, {"ffn_norm.weight", h, 1},
+      {"feed_forward.w1.weight", ffn / tp, h}, {"feed_forward.w2.weight", h, ffn / tp},
+      {"feed_forward.w3.weight", ffn / tp, h},
+  };
+  f.root_params = {{"tok_embeddings.weight", vocab / tp, h}, {"norm.weight", h, 1}};
+  if (!m.share_embeddings_and_output_weights) f.root_params.push_back({"output.weight", vocab / tp, h});
+  f.vocab_local = vocab / tp;
+}
+
+// Saved tensors of one block without activation checkpointing, in forward order. r = rows
+// of the residual stream on this rank (sequence-sharded under TP), n = tokens of a GEMM.
+void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
+  const auto& m = job.model;
+  const int tp = f.tp;
+  const std::int64_t n = f.tokens, r = f.tokens / tp, h = m.hidden_size;
+  const std::int64_t q = m.num_attention_heads * model::EffectiveKvChannels(m) / tp;
+  const std::int64_t kv = model::EffectiveQueryGroups(m) * model::EffectiveKvChannels(m) / tp;
+  const std::int64_t heads = m.num_attention_heads / tp;
+  const std::int64_t ffn = model::EffectiveFfnHiddenSize(m) / tp;
+  const bool repeat = model::EffectiveQueryGroups(m) != m.num_attention_heads;
+  f.hidden = h;
+  f.q_local = q;
+  f.kv_local = kv;
+  f.heads_local = heads;
+  f.ffn_local = ffn;
+  f.repeat_kv = repeat;
+  f.seq_length = m.seq_length;
+  f.head_dim = model::EffectiveKvChannels(m);
+  f.loss_parallel = tp > 1;
+  const std::int64_t kv_sdpa = repeat ? q : kv;  // repeat_kv materialises n_heads copies
+  constexpr std::int64_t a = 2, fp32 = 4;
+  if (!f.compile) {
+    f.block_eager = {
+        // RMSNorm: pow saves x.float(); the `* weight` saves the bf16 normalised output.
+        {"norm1.x_fp32", fp32 * r * h},
+        {"norm1.normed", a * r * h},
+        // wq/wk/wv save their input (all-gathered over TP: Replicate input layout).
+        {"attn.gemm_input", a * n * h},
+        // apply_rotary_emb: the complex multiply saves xq.float() / xk.float().
+        {"rope.q_fp32", fp32 * n * q},
+        {"rope.k_fp32", fp32 * n * kv},
+        // SDPA (flash) saves q, k, v, out and the fp32 logsumexp; out is wo's input.
+        {"sdpa.q", a * n * q},
+        {"sdpa.k", a * n * kv_sdpa},
+        {"sdpa.v", a * n * kv_sdpa},
+        {"sdpa.out", a * n * q},
+        {"sdpa.lse", fp32 * n * heads},
+        {"norm2.x_fp32", fp32 * r * h},
+        {"norm2.normed", a * r * h},
+        {"mlp.gemm_input", a * n * h},
+        // w2(silu(w1 x) * w3 x): silu saves its input; mul saves both factors; w2 its input.
+        {"mlp.w1_out", a * n * ffn},
+        {"mlp.silu_out", a * n * ffn},
+        {"mlp.w3_out", a * n * ffn},
+        {"mlp.w2_in", a * n * ffn},
+    };
+  } else {
+    // Compiled block (only under activation checkpointing, see CheckModelled): inductor
+    // fuses RMSNorm, RoPE and SiLU*mul, so their fp32 and pointwise intermediates are not
+    // materialised; backward needs the GEMM inputs, attention tensors and norm inputs.
+    f.block_eager = {
+        {"attn.gemm_input", a * n * h}, {"sdpa.q", a * n * q},         {"sdpa.k", a * n * kv_sdpa},
+        {"sdpa.v", a * n * kv_sdpa},    {"sdpa.out", a * n * q},        {"sdpa.lse", fp32 * n * heads},
+        {"residual.mid", a * r * h},    {"mlp.gemm_input", a * n * h}, {"mlp.w1_out", a * n * ffn},
+        {"mlp.w3_out", a * n * ffn},    {"mlp.w2_in", a * n * ffn},
+    };
+  }
+  // parallelize_llama.py _save_list with "every second mm recomputed": mm #1 wq, #3 wv,
+  // #5 w1, #7 w2 (a row-parallel output is the full-sequence partial sum), and flash SDPA.
+  f.block_sac = {
+      {"sac.wq_out", a * n * q},     {"sac.wv_out", a * n * kv},       {"sac.w1_out", a * n * ffn},
+      {"sac.w2_out", a * n * h},     {"sdpa.out", a * n * q},           {"sdpa.lse", fp32 * n * heads},
+  };
+  f.block_input_bytes = a * r * h;
+  // Backward of one block: dL/d(w2 input), d(silu out) and d(w3 out) live together, plus
+  // the block's unsharded bf16 weight gradients until its reduce-scatter.
+  f.block_bwd = {
+      {"bwd.mlp_grads", 3 * a * n * ffn},
+      {"bwd.weight_grads", f.param_bytes * f.BlockUnshardedElements()},
+  };
+  f.outside = {
+      {"tokens", 8 * n * 2},  // input ids and labels (int64) on the device
+      {"final_norm.x_fp32", fp32 * r * h},
+      {"final_norm.normed", a * r * h},
+      {"output.gemm_input", a * n * h},
+  };
+  f.logits_bytes = a * n * f.vocab_local;
+  f.logits_fp32_bytes = fp32 * n * f.vocab_local;
+}
+
+}  // namespace
+
+std::int64_t Fsdp2Facts::BlockShardElements() const {
+  std::int64_t total = 0;
+  for (const auto& p : block_params) total += p.ShardElements(shard);
+  return total;
+}
+
+std::int64_t Fsdp2Facts::RootShardElements() const {
+  std::int64_t total = 0;
+  for (const auto& p : root_params) total += p.ShardElements(shard);
+  return total;
+}
+
+std::int64_t Fsdp2Facts::BlockUnshardedElements() const { return BlockShardElements() * shard; }
+std::int64_t Fsdp2Facts::RootUnshardedElements() const { return RootShardElements() * shard; }
+
+bool Fsdp2Facts::Checkpointed(int layer) const {
+  switch (ac) {
+    case Fsdp2Ac::kNone: return false;
+    case Fsdp2Ac::kSelectiveOp: case Fsdp2Ac::kFull: return true;
+    // torchtitan _apply_ac_to_transformer_block: a global counter, checkpoint when
+    // count % ac_freq == 0; the count starts at 1 for layer 0.
+    case Fsdp2Ac::kSelectiveLayer: return (layer + 1) % selective_layer_every == 0;
+  }
+  return false;
+}
+
+std::int64_t Fsdp2Facts::BlockKeptBytes(int layer) const {
+  if (ac == Fsdp2Ac::kSelectiveOp) return block_input_bytes + Sum(block_sac);
+  if (Checkpointed(layer)) return block_input_bytes;
+  return BlockEagerBytes();
+}
+
+std::int64_t Fsdp2Facts::BlockEagerBytes() const { return Sum(block_eager); }
+std::int64_t Fsdp2Facts::BlockBackwardBytes() const { return Sum(block_bwd); }
+std::int64_t Fsdp2Facts::OutsideBytes() const { return Sum(outside); }
+
+Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
+  MEMTUNE_RETURN_IF_ERROR(CheckModelled(job));
+  const auto& m = job.model;
+  const auto& cfg = job.memtune.fsdp2;
+  Fsdp2Facts f;
+  MEMTUNE_TRY(f.ac, ParseAc(cfg.activation_checkpoint));
+  f.tp = std::max(1, m.tensor_model_parallel_size);
+  const int world = job.memtune.world_size > 0 ? job.memtune.world_size : f.tp;
+  const int model_ranks = f.tp * std::max(1, m.pipeline_model_parallel_size) * std::max(1, m.context_parallel_size);
+  f.shard = cfg.shard_degree > 0 ? cfg.shard_degree : world / model_ranks;
+  if (f.shard <= 0 || world % (f.shard * model_ranks) != 0) {
+    return InvalidConfig("memtune.fsdp2.shard_degree",
+                         std::to_string(cfg.shard_degree) + " does not divide world / (TP*PP*CP) = " +
+                             std::to_string(world) + " / " + std::to_string(model_ranks));
+  }
+  f.replicate = world / (f.shard * model_ranks);
+  f.layers = static_cast<int>(m.num_layers);
+  f.compile = cfg.compile;
+  f.float8 = cfg.float8;
+  f.reshard_after_forward = cfg.reshard_after_forward;
+  f.param_bytes = model::DtypeBytes(cfg.param_dtype);
+  f.reduce_bytes = model::DtypeBytes(cfg.reduce_dtype);
+  const std::int64_t dp = static_cast<std::int64_t>(f.shard) * f.replicate;
+  const std::int64_t per_step = job.train.micro_batch_size * dp;
+  f.microbatches = per_step > 0 ? std::max<std::int64_t>(1, job.train.global_batch_size / per_step) : 1;
+  f.tokens = job.train.micro_batch_size * m.seq_length;
+  AddParams(job, f.tp, f);
+  AddBlockActivations(job, f);
+  return f;
+}
+
+}  // namespace memtune::estimate::internal

@@ -1,0 +1,95 @@
+// The tensors one rank of a torchtitan Llama job under FSDP2 holds, sized from the job
+// (private to the estimator and the trace synthesizer; docs/estimator.md "FSDP2").
+//
+// The model is torchtitan's Llama (torchtitan 9dec370, models/llama/model.py): separate
+// wq/wk/wv/wo and w1/w3/w2 nn.Linear weights, RMSNorm computed in fp32 then cast back,
+// complex-number RoPE, repeat_kv before SDPA (flash), cross-entropy on an fp32 copy of the
+// logits. FSDP2 (torch.distributed._composable.fsdp) shards every transformer block and
+// the root module (embedding, final norm, output) on dim 0 over the shard mesh, with bf16
+// compute parameters and fp32 gradient reduction by default.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memtune/core/result.h"
+#include "memtune/model/job.h"
+
+namespace memtune::estimate::internal {
+
+// One parameter on one rank: its TP-local shape and FSDP2's padded shard.
+struct Fsdp2Param {
+  const char* name = "";
+  std::int64_t rows = 0, cols = 0;  // TP-local shape (dim 0 is FSDP2's shard dim)
+  // FSDP2 chunks dim 0 into shard_degree pieces of ceil(rows / shard) rows; every rank
+  // allocates a full piece (fsdp_param.py _init_sharded_param: padded_sharded_param_size).
+  std::int64_t ShardElements(int shard) const { return (rows + shard - 1) / shard * cols; }
+  std::int64_t Elements() const { return rows * cols; }
+};
+
+// A tensor of the activation model: bytes per micro-batch on one rank.
+struct Fsdp2Tensor {
+  const char* name = "";
+  std::int64_t bytes = 0;
+};
+
+// How a transformer block keeps its activations (memtune.fsdp2.activation_checkpoint).
+enum class Fsdp2Ac { kNone, kSelectiveOp, kSelectiveLayer, kFull };
+
+struct Fsdp2Facts {
+  int tp = 1, shard = 1, replicate = 1, layers = 0;
+  int selective_layer_every = 2;    // torchtitan selective_ac_option default "2"
+  Fsdp2Ac ac = Fsdp2Ac::kNone;
+  bool compile = false, float8 = false, reshard_after_forward = true;
+  int param_bytes = 2;              // mp_policy.param_dtype (compute copy)
+  int reduce_bytes = 4;             // mp_policy.reduce_dtype (gradient reduce-scatter)
+  std::int64_t microbatches = 1;    // gradient-accumulation steps per optimizer step
+  std::int64_t tokens = 0;          // b * s of one micro-batch
+  std::int64_t vocab_local = 0;     // vocabulary columns of the logits on this rank
+  // TP-local widths: hidden, q (heads * head dim), kv, heads, ffn; repeat_kv copies k/v to
+  // the query heads when num_query_groups < num_attention_heads.
+  std::int64_t hidden = 0, q_local = 0, kv_local = 0, heads_local = 0, ffn_local = 0;
+  bool repeat_kv = false;
+  std::int64_t seq_length = 0, head_dim = 0;
+  bool loss_parallel = false;       // TP > 1: torchtitan's loss_parallel (DTensor handlers)
+
+  std::vector<Fsdp2Param> block_params;  // one transformer block
+  std::vector<Fsdp2Param> root_params;   // tok_embeddings, norm, output
+
+  // Activations of one block, per micro-batch.
+  std::vector<Fsdp2Tensor> block_eager;   // saved without AC (recompute re-creates these)
+  std::vector<Fsdp2Tensor> block_sac;     // selective_op: the policy's MUST_SAVE outputs
+  std::int64_t block_input_bytes = 0;     // the block input a checkpoint keeps
+  std::vector<Fsdp2Tensor> outside;       // tokens, final norm and output-layer inputs
+  std::vector<Fsdp2Tensor> block_bwd;     // one block's backward working set (largest)
+
+  // Loss on one micro-batch: bf16 logits, fp32 copy, log-softmax output, gradients.
+  std::int64_t logits_bytes = 0;          // output-layer result in bf16
+  std::int64_t logits_fp32_bytes = 0;     // one fp32 tensor of the logits' shape
+  // fp32 logits-shaped tensors live at the cross-entropy backward's peak: 3 for PyTorch's
+  // nll_loss + log_softmax backward (saved output, its gradient, the input gradient); 4
+  // with loss_parallel (torch/distributed/tensor/parallel/loss.py
+  // _nll_loss_and_log_softmax_backward: saved output, zeros_like, exp, their sum).
+  int LossBackwardTensors() const { return loss_parallel ? 4 : 3; }
+
+  // Per-rank sums.
+  std::int64_t BlockShardElements() const;
+  std::int64_t RootShardElements() const;
+  std::int64_t BlockUnshardedElements() const;  // padded: shard * piece, all params
+  std::int64_t RootUnshardedElements() const;
+  // Bytes one block keeps for backward under the AC mode (block `layer`).
+  std::int64_t BlockKeptBytes(int layer) const;
+  // Whether block `layer` runs under a checkpoint (its backward recomputes).
+  bool Checkpointed(int layer) const;
+  std::int64_t BlockEagerBytes() const;
+  std::int64_t BlockBackwardBytes() const;
+  std::int64_t OutsideBytes() const;
+};
+
+// Sizes a torchtitan FSDP2 job. Errors: kUnsupported for what is not modelled (pipeline
+// or context parallelism, MoE, MLA, compile without activation checkpointing),
+// kInvalidConfig for a shard degree that does not fit the world size.
+Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job);
+
+}  // namespace memtune::estimate::internal

@@ -1,0 +1,310 @@
+// One torchtitan FSDP2 rank's allocation events (docs/synth.md "FSDP2"). Sources:
+// torchtitan 9dec370 train.py (zero_grad, forward, loss_fn on pred.float(), `del pred`,
+// backward, clip_grad_norm_, optimizer step), parallelize_llama.py (fully_shard per block,
+// the last block and the root not resharded after forward), PyTorch 2.6 FSDP2
+// (_fsdp_collectives.py foreach_all_gather: the all-gather output on the copy-in stream,
+// copied out into per-parameter unsharded tensors; foreach_reduce: the reduce-scatter input
+// on the compute stream, kept until the next reduce-scatter, the output on the
+// reduce-scatter stream becoming the sharded gradient), torch.optim AdamW foreach
+// (exp_avg / exp_avg_sq at the first step, _foreach_sqrt temporaries).
+#include "synth/fsdp2_generator.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace memtune::synth {
+
+using est_f = estimate::internal::Fsdp2Facts;
+using estimate::internal::Fsdp2Ac;
+
+Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, EventSink& sink)
+    : f_(facts), iterations_(iterations), sink_(sink) {
+  shards_.resize(f_.layers + 1);
+  unsharded_.resize(f_.layers + 1);
+  gathered_.assign(f_.layers + 1, false);
+  block_saved_.resize(f_.layers);
+}
+
+alloc::HandleId Fsdp2Generator::Alloc(std::int64_t bytes, const char* tensor, alloc::StreamId stream) {
+  if (bytes <= 0 || stopped_) return kNone;
+  HandleId h;
+  if (!free_handles_.empty()) {
+    h = free_handles_.back();
+    free_handles_.pop_back();
+  } else {
+    h = static_cast<HandleId>(handle_bytes_.size());
+    handle_bytes_.push_back(0);
+    handle_names_.push_back("");
+  }
+  handle_bytes_[h] = bytes;
+  handle_names_[h] = tensor;
+  label_.tensor = tensor;
+  ++events_;
+  SynthEvent e{EventOp::kAlloc, h, bytes, label_};
+  e.stream = stream;
+  if (!sink_.OnEvent(e)) stopped_ = true;
+  return h;
+}
+
+void Fsdp2Generator::Free(HandleId& h) {
+  if (h == kNone) return;
+  if (!stopped_) {
+    ++events_;
+    EventLabel label = label_;
+    label.tensor = handle_names_[h];
+    if (!sink_.OnEvent(SynthEvent{EventOp::kFree, h, handle_bytes_[h], label})) stopped_ = true;
+  }
+  handle_bytes_[h] = 0;
+  free_handles_.push_back(h);
+  h = kNone;
+}
+
+void Fsdp2Generator::FreeAll(std::vector<HandleId>& handles) {
+  for (auto& h : handles) Free(h);
+  handles.clear();
+}
+
+const std::vector<estimate::internal::Fsdp2Param>& Fsdp2Generator::Params(int group) const {
+  return group == kRoot ? f_.root_params : f_.block_params;
+}
+
+std::vector<alloc::HandleId>& Fsdp2Generator::Unsharded(int group) { return unsharded_[group + 1]; }
+
+void Fsdp2Generator::Startup() {
+  label_ = EventLabel{Phase::kStartup, 0, -1, -1, -1, ""};
+  // model.to_empty(device) after fully_shard: every parameter's padded fp32 shard.
+  for (int g = kRoot; g < f_.layers; ++g) {
+    label_.layer = g;
+    for (const auto& p : Params(g)) shards_[g + 1].push_back(Alloc(4 * p.ShardElements(f_.shard), "param_shard"));
+  }
+  label_.layer = -1;
+  // freqs_cis buffer: complex64 (max_seq_len, head_dim / 2); init_weights recomputes it.
+  const std::int64_t freqs_bytes = 8 * f_.seq_length * (f_.head_dim / 2);
+  HandleId first = Alloc(freqs_bytes, "freqs_cis");
+  persistent_freqs_ = Alloc(freqs_bytes, "freqs_cis");
+  Free(first);
+}
+
+// FSDPParamGroup.unshard + wait_for_unshard: the flat all-gather output (padded unsharded
+// size) on the copy-in stream, split-copied into per-parameter tensors, then released.
+void Fsdp2Generator::Unshard(int group) {
+  if (gathered_[group + 1]) return;
+  std::int64_t flat = 0;
+  for (const auto& p : Params(group)) flat += p.ShardElements(f_.shard) * f_.shard;
+  HandleId out = Alloc(f_.param_bytes * flat, "fsdp.all_gather_output", kAllGather);
+  for (const auto& p : Params(group)) {
+    Unsharded(group).push_back(Alloc(f_.param_bytes * p.Elements(), "fsdp.unsharded_param"));
+  }
+  Free(out);
+  gathered_[group + 1] = true;
+}
+
+void Fsdp2Generator::Reshard(int group) {
+  FreeAll(Unsharded(group));
+  gathered_[group + 1] = false;
+}
+
+// foreach_reduce: reduce_dtype input of the padded unsharded size (compute stream), the
+// unsharded gradients released, the output shard (reduce-scatter stream) kept as the
+// gradient; the previous group's input is released now (FSDP2 holds it one step).
+void Fsdp2Generator::ReduceScatter(int group, std::vector<HandleId>& unsharded_grads, bool accumulate) {
+  std::int64_t shard = 0;
+  for (const auto& p : Params(group)) shard += p.ShardElements(f_.shard);
+  HandleId input = Alloc(f_.reduce_bytes * shard * f_.shard, "fsdp.reduce_scatter_input");
+  FreeAll(unsharded_grads);
+  HandleId output = Alloc(f_.reduce_bytes * shard, "grad_shard", kReduceScatter);
+  if (f_.reduce_bytes != 4) {  // cast to the fp32 parameter dtype
+    HandleId cast = Alloc(4 * shard, "grad_shard", kReduceScatter);
+    Free(output);
+    output = cast;
+  }
+  if (accumulate) {
+    Free(output);  // sharded_param.grad += new gradient
+  } else {
+    grads_.push_back(output);
+  }
+  Free(pending_rs_input_);
+  pending_rs_input_ = input;
+}
+
+void Fsdp2Generator::Forward(int microbatch) {
+  label_ = EventLabel{Phase::kForward, label_.iteration, -1, microbatch, -1, ""};
+  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden;
+  Unshard(kRoot);
+  // tok_embeddings (RowwiseParallel under TP: partial sums, then reduce-scatter to the
+  // sequence shard). The embedding backward keeps only the token ids.
+  HandleId x;
+  if (f_.tp > 1) {
+    HandleId partial = Alloc(2 * n * h, "fwd.embedding_partial");
+    x = Alloc(2 * r * h, "act.block_input");
+    Free(partial);
+  } else {
+    x = Alloc(2 * n * h, "act.block_input");
+  }
+  for (int l = 0; l < f_.layers && !stopped_; ++l) {
+    label_.layer = l;
+    Unshard(l);
+    std::vector<Named> kept;
+    HandleId out = BlockForward(l, x, /*recompute=*/false, kept);
+    if (f_.Checkpointed(l)) {
+      kept.push_back({"act.block_input", x});  // the checkpoint keeps its input
+    } else {
+      Free(x);  // only x.float() is saved (RMSNorm)
+    }
+    block_saved_[l] = std::move(kept);
+    if (f_.reshard_after_forward && l + 1 < f_.layers) Reshard(l);
+    x = out;
+  }
+  label_.layer = -1;
+  outside_.clear();
+  HandleId y = FinalNorm(outside_);
+  Free(x);
+  if (f_.tp > 1) {  // output ColwiseParallel: Shard(1) input all-gathered to Replicate
+    HandleId gathered = Alloc(2 * n * h, "output.gemm_input");
+    Free(y);
+    y = gathered;
+  }
+  outside_.push_back({"output.gemm_input", y});
+  Loss();
+}
+
+// loss_fn = cross_entropy(pred.flatten(0, 1).float(), labels); then `del pred`.
+void Fsdp2Generator::Loss() {
+  const std::int64_t e = f_.logits_fp32_bytes;
+  HandleId logits = Alloc(f_.logits_bytes, "logits");
+  HandleId upcast = Alloc(e, "loss.logits_fp32");
+  if (f_.loss_parallel) {  // loss.py _log_softmax: shifted, exp(shifted), result
+    HandleId shifted = Alloc(e, "loss.shifted");
+    HandleId exp = Alloc(e, "loss.exp");
+    Free(exp);
+    logsoftmax_ = Alloc(e, "loss.log_softmax");
+    Free(shifted);
+  } else {
+    logsoftmax_ = Alloc(e, "loss.log_softmax");
+  }
+  Free(upcast);
+  Free(logits);
+}
+
+alloc::HandleId Fsdp2Generator::LossBackward() {
+  const std::int64_t e = f_.logits_fp32_bytes;
+  HandleId grad32;
+  if (f_.loss_parallel) {  // _nll_loss_and_log_softmax_backward: (zeros + exp(x)) * grad
+    HandleId zeros = Alloc(e, "bwd.loss_zeros");
+    HandleId exp = Alloc(e, "bwd.loss_exp");
+    HandleId sum = Alloc(e, "bwd.loss_sum");
+    Free(exp);
+    grad32 = Alloc(e, "bwd.loss_grad");
+    Free(zeros);
+    Free(sum);
+  } else {  // nll_loss_backward, then _log_softmax_backward_data
+    HandleId nll = Alloc(e, "bwd.nll_grad");
+    grad32 = Alloc(e, "bwd.log_softmax_grad");
+    Free(nll);
+  }
+  Free(logsoftmax_);
+  HandleId grad16 = Alloc(f_.logits_bytes, "bwd.logits_grad");  // ToCopyBackward
+  Free(grad32);
+  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden;
+  HandleId dx = Alloc(2 * n * h, "bwd.output_dgrad");
+  std::int64_t head = 0;  // output and final-norm weights: unsharded gradients
+  for (const auto& p : f_.root_params) {
+    if (std::string_view(p.name) != "tok_embeddings.weight") head += p.Elements();
+  }
+  root_head_grads_ = Alloc(f_.param_bytes * head, "grad.output");
+  Free(grad16);
+  for (auto& t : outside_) {
+    if (std::string_view(t.name) == "output.gemm_input") Free(t.handle);
+  }
+  if (f_.tp > 1) {
+    HandleId scattered = Alloc(2 * r * h, "bwd.output_dgrad_rs");
+    Free(dx);
+    dx = scattered;
+  }
+  HandleId dnorm = NormBackward(/*fused=*/false);
+  for (auto& t : outside_) Free(t.handle);
+  outside_.clear();
+  Free(dx);
+  return dnorm;
+}
+
+void Fsdp2Generator::Backward(int microbatch) {
+  label_ = EventLabel{Phase::kBackward, label_.iteration, -1, microbatch, -1, ""};
+  HandleId grad = LossBackward();
+  const bool accumulate = microbatch > 0;
+  for (int l = f_.layers - 1; l >= 0 && !stopped_; --l) {
+    label_.layer = l;
+    label_.phase = Phase::kBackward;
+    Unshard(l);
+    if (l > 0) Unshard(l - 1);  // backward prefetch of the next block's all-gather
+    std::vector<Named>& saved = block_saved_[l];
+    if (f_.Checkpointed(l)) {
+      HandleId input = kNone;
+      for (const auto& t : saved) {
+        if (std::string_view(t.name) == "act.block_input") input = t.handle;
+      }
+      label_.phase = Phase::kRecompute;
+      HandleId out = BlockForward(l, input, /*recompute=*/true, saved);
+      Free(out);
+      label_.phase = Phase::kBackward;
+    }
+    std::vector<HandleId> weight_grads;
+    grad = BlockBackward(l, grad, saved, weight_grads);
+    ReduceScatter(l, weight_grads, accumulate);
+    Reshard(l);
+  }
+  label_.layer = -1;
+  // embedding_dense_backward: a dense gradient of the (vocab-sharded) table.
+  std::vector<HandleId> root_grads{root_head_grads_};
+  root_head_grads_ = kNone;
+  root_grads.push_back(Alloc(f_.param_bytes * f_.root_params.front().Elements(), "grad.tok_embeddings"));
+  Free(grad);
+  ReduceScatter(kRoot, root_grads, accumulate);
+  Reshard(kRoot);
+  Free(pending_rs_input_);
+}
+
+void Fsdp2Generator::OptimizerStep(int iteration) {
+  label_ = EventLabel{Phase::kOptimizer, iteration, -1, -1, -1, ""};
+  std::vector<std::int64_t> shard_bytes;  // model.parameters() order: embedding, blocks, norm, output
+  shard_bytes.push_back(4 * f_.root_params.front().ShardElements(f_.shard));
+  for (int l = 0; l < f_.layers; ++l) {
+    for (const auto& p : f_.block_params) shard_bytes.push_back(4 * p.ShardElements(f_.shard));
+  }
+  for (std::size_t i = 1; i < f_.root_params.size(); ++i) {
+    shard_bytes.push_back(4 * f_.root_params[i].ShardElements(f_.shard));
+  }
+  if (exp_avg_.empty()) {  // torch.optim.AdamW _init_group: zeros_like per parameter
+    for (std::int64_t b : shard_bytes) {
+      exp_avg_.push_back(Alloc(b, "opt.exp_avg"));
+      exp_avg_sq_.push_back(Alloc(b, "opt.exp_avg_sq"));
+    }
+  }
+  std::vector<HandleId> sqrt;  // _multi_tensor_adamw: exp_avg_sq_sqrt = _foreach_sqrt(...)
+  for (std::int64_t b : shard_bytes) sqrt.push_back(Alloc(b, "opt.sqrt_tmp"));
+  FreeAll(sqrt);
+}
+
+TraceSummary Fsdp2Generator::Run() {
+  Startup();
+  for (int it = 0; it < iterations_ && !stopped_; ++it) {
+    label_ = EventLabel{Phase::kZeroGrad, it, -1, -1, -1, ""};
+    FreeAll(grads_);  // optimizers.zero_grad(): set_to_none
+    HandleId tokens = Alloc(8 * f_.tokens, "tokens");
+    HandleId labels = Alloc(8 * f_.tokens, "labels");
+    Free(tokens_);
+    Free(labels_);
+    tokens_ = tokens;
+    labels_ = labels;
+    for (std::int64_t mb = 0; mb < f_.microbatches && !stopped_; ++mb) {
+      Forward(static_cast<int>(mb));
+      Backward(static_cast<int>(mb));
+    }
+    OptimizerStep(it);
+  }
+  std::int64_t live = 0;
+  for (std::int64_t b : handle_bytes_) live += b;
+  return TraceSummary{events_, live};
+}
+
+}  // namespace memtune::synth

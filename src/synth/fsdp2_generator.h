@@ -1,0 +1,84 @@
+// The event generator of one torchtitan FSDP2 rank (private): start-up, every iteration's
+// forward, loss, backward and optimizer step, with FSDP2's all-gather and reduce-scatter
+// buffers on their own streams (docs/synth.md "FSDP2").
+#pragma once
+
+#include <vector>
+
+#include "estimate/fsdp2_tensors.h"
+#include "memtune/synth/synthesize.h"
+
+namespace memtune::synth {
+
+class Fsdp2Generator {
+ public:
+  Fsdp2Generator(const estimate::internal::Fsdp2Facts& facts, int iterations, EventSink& sink);
+  TraceSummary Run();
+
+ private:
+  using HandleId = alloc::HandleId;
+  static constexpr HandleId kNone = 0xFFFFFFFFu;
+  // Streams FSDP2 allocates on (torch fsdp _fsdp_param_group.py / _fsdp_collectives.py):
+  // the all-gather copy-in stream owns the all-gather output; the reduce-scatter stream
+  // owns the reduce-scatter output, which becomes the sharded gradient.
+  static constexpr alloc::StreamId kCompute = 0, kAllGather = 1, kReduceScatter = 2;
+  static constexpr int kRoot = -1;
+
+  struct Named {
+    const char* name;
+    HandleId handle;
+  };
+
+  HandleId Alloc(std::int64_t bytes, const char* tensor, alloc::StreamId stream = kCompute);
+  void Free(HandleId& handle);
+  void FreeAll(std::vector<HandleId>& handles);
+  // Tensors of one group (a block index, or kRoot).
+  const std::vector<estimate::internal::Fsdp2Param>& Params(int group) const;
+  std::vector<HandleId>& Unsharded(int group);
+
+  void Startup();
+  void Unshard(int group);
+  void Reshard(int group);
+  void ReduceScatter(int group, std::vector<HandleId>& unsharded_grads, bool accumulate);
+  void Forward(int microbatch);
+  void Backward(int microbatch);
+  // One block's forward ops; returns the block output. `keep` receives what backward needs
+  // under the AC mode (recompute: the eager saved set, everything re-created).
+  HandleId BlockForward(int layer, HandleId input, bool recompute, std::vector<Named>& kept);
+  // One block's backward: consumes (frees) `saved` and the output gradient, returns the
+  // input gradient; the block's unsharded weight gradients go to `weight_grads`.
+  HandleId BlockBackward(int layer, HandleId grad_out, std::vector<Named>& saved,
+                         std::vector<HandleId>& weight_grads);
+  // The eager final RMSNorm (models/norms.py): x.float() and the bf16 normalised output are
+  // saved in `kept`; returns the output (`* weight`).
+  HandleId FinalNorm(std::vector<Named>& kept);
+  // The RMSNorm backward's fp32 temporaries; returns the input gradient (bf16, local rows).
+  HandleId NormBackward(bool fused);
+  void Loss();
+  HandleId LossBackward();
+  void OptimizerStep(int iteration);
+
+  const estimate::internal::Fsdp2Facts& f_;
+  int iterations_ = 1;
+  EventSink& sink_;
+  EventLabel label_;
+  bool stopped_ = false;
+  std::int64_t events_ = 0;
+  std::vector<std::int64_t> handle_bytes_;
+  std::vector<const char*> handle_names_;
+  std::vector<HandleId> free_handles_;
+
+  std::vector<std::vector<HandleId>> shards_;     // [group] fp32 parameter shards
+  std::vector<std::vector<HandleId>> unsharded_;  // [group] all-gathered parameters
+  std::vector<HandleId> grads_;                   // reduce-scatter outputs (sharded grads)
+  std::vector<HandleId> exp_avg_, exp_avg_sq_;
+  std::vector<std::vector<Named>> block_saved_;   // [layer] kept after forward
+  std::vector<Named> outside_;                    // final norm / output inputs
+  HandleId tokens_ = kNone, labels_ = kNone, logsoftmax_ = kNone, root_head_grads_ = kNone;
+  HandleId persistent_freqs_ = kNone;
+  HandleId pending_rs_input_ = kNone;             // freed by the next reduce-scatter
+  std::vector<bool> gathered_;                    // [group + 1] unsharded now
+  std::int64_t persistent_bytes_ = 0;
+};
+
+}  // namespace memtune::synth

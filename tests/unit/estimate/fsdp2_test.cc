@@ -1,0 +1,133 @@
+// The FSDP2 (torchtitan) estimator: parameter shards, activations per AC mode, the loss,
+// and what it refuses. Expectations are derived by hand in the comments.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "estimate/fsdp2_tensors.h"
+#include "memtune/estimate/estimate.h"
+
+namespace memtune::estimate {
+namespace {
+
+using internal::Fsdp2Ac;
+using internal::MakeFsdp2Facts;
+
+// Two blocks, h=64, 4 heads of 16 (q=64), 2 KV groups (kv=32), ffn 128, vocab 256 untied,
+// seq 32, micro-batch 1, 2 GPUs, shard degree 2.
+model::Job Fsdp2Job(const std::string& ac = "none") {
+  model::Job job;
+  auto& m = job.model;
+  m.num_layers = 2;
+  m.hidden_size = 64;
+  m.ffn_hidden_size = 128;
+  m.num_attention_heads = 4;
+  m.num_query_groups = 2;
+  m.kv_channels = 16;
+  m.vocab_size = 256;
+  m.make_vocab_size_divisible_by = 1;
+  m.share_embeddings_and_output_weights = false;
+  m.gated_linear_unit = true;
+  m.activation_func = "silu";
+  m.normalization = model::Normalization::kRMSNorm;
+  m.add_bias_linear = false;
+  m.seq_length = 32;
+  job.train.micro_batch_size = 1;
+  job.train.global_batch_size = 2;
+  job.memtune.framework = model::Framework::kFsdp2;
+  job.memtune.world_size = 2;
+  job.memtune.gpu_memory_bytes = 1000000000;
+  job.memtune.fsdp2.shard_degree = 2;
+  job.memtune.fsdp2.activation_checkpoint = ac;
+  return job;
+}
+
+std::int64_t Component(const Estimate& e, const std::string& name) {
+  for (const auto& c : e.ranks.front().components) {
+    if (c.name == name) return c.bytes;
+  }
+  return -1;
+}
+
+TEST(Fsdp2Test, ParametersArePaddedFp32ShardsPerTensor) {
+  // Per block, rows/2 * cols: norm 32, wq 32*64, wk 16*64, wv 16*64, wo 32*64, norm 32,
+  // w1 64*64, w2 32*128, w3 64*64 = 18,496. Root: embedding 128*64 + norm 32 + output
+  // 128*64 = 16,416. Total 2 * 18,496 + 16,416 = 53,408 elements, 4 bytes each.
+  auto e = EstimateMemory(Fsdp2Job());
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(Component(*e, "params"), 4 * 53408);
+  EXPECT_EQ(Component(*e, "opt.exp_avg"), 4 * 53408);
+  EXPECT_EQ(Component(*e, "opt.exp_avg_sq"), 4 * 53408);
+  // Shard degree 3 (world 3): every dim 0 is padded to ceil(rows / 3) rows.
+  auto job = Fsdp2Job();
+  job.memtune.world_size = 3;
+  job.memtune.fsdp2.shard_degree = 3;
+  auto facts = MakeFsdp2Facts(job);
+  ASSERT_TRUE(facts);
+  // 22 + 22*64 + 11*64 + 11*64 + 22*64 + 22 + 43*64 + 22*128 + 43*64
+  EXPECT_EQ(facts->BlockShardElements(), 22 + 22 * 64 + 11 * 64 + 11 * 64 + 22 * 64 + 22 + 43 * 64 +
+                                             22 * 128 + 43 * 64);
+}
+
+TEST(Fsdp2Test, SavedActivationsFollowTheCheckpointMode) {
+  // No AC, N = 32 tokens: norms 2*(4+2+2)*N*h = 32,768; RoPE fp32 4*N*(64+32) = 12,288;
+  // SDPA q,k,v,out (k/v repeated to 64) 4*2*N*64 = 16,384 + lse 4*N*4 = 512;
+  // SwiGLU 4*2*N*128 = 32,768. Total 94,720 bytes per block.
+  auto none = MakeFsdp2Facts(Fsdp2Job("none"));
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->BlockEagerBytes(), 94720);
+  EXPECT_EQ(none->BlockKeptBytes(0), 94720);
+  // selective_op: the block input 2*N*h = 4,096 + wq 4,096 + wv 2,048 + w1 8,192 + w2 4,096
+  // (torchtitan saves mm #1, #3, #5, #7) + SDPA out 4,096 + lse 512.
+  auto op = MakeFsdp2Facts(Fsdp2Job("selective_op"));
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->BlockKeptBytes(0), 27136);
+  // full: the block input only; selective_layer (every 2nd block): block 1 checkpointed.
+  auto full = MakeFsdp2Facts(Fsdp2Job("full"));
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->BlockKeptBytes(1), 4096);
+  auto layer = MakeFsdp2Facts(Fsdp2Job("selective_layer"));
+  ASSERT_TRUE(layer);
+  EXPECT_EQ(layer->BlockKeptBytes(0), 94720);
+  EXPECT_EQ(layer->BlockKeptBytes(1), 4096);
+}
+
+TEST(Fsdp2Test, LossBackwardHoldsThreeFp32LogitsOrFourWithLossParallel) {
+  // A long sequence makes the loss the peak: N = 4096, V = 256.
+  auto job = Fsdp2Job("full");
+  job.model.seq_length = 4096;
+  job.model.vocab_size = 32768;
+  auto e = EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->ranks.front().peak_phase, "loss backward");
+  EXPECT_EQ(Component(*e, "act.logits"), 3 * 4 * std::int64_t{4096} * 32768);
+  job.model.tensor_model_parallel_size = 2;
+  job.model.sequence_parallel = true;
+  job.memtune.world_size = 4;
+  e = EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(Component(*e, "act.logits"), 4 * 4 * std::int64_t{4096} * 32768 / 2);
+}
+
+TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
+  auto job = Fsdp2Job("none");
+  job.memtune.fsdp2.compile = true;
+  auto e = EstimateMemory(job);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, ErrorCode::kUnsupported);
+  EXPECT_EQ(e.error().field, "memtune.fsdp2.compile");
+  job = Fsdp2Job("full");
+  job.model.num_moe_experts = 8;
+  e = EstimateMemory(job);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().field, "model.num_moe_experts");
+  job = Fsdp2Job("full");
+  job.model.add_bias_linear = true;  // not torchtitan's Llama
+  e = EstimateMemory(job);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().field, "model.add_bias_linear");
+  EXPECT_NE(e.error().message.find("torchtitan's Llama"), std::string::npos) << e.error().message;
+}
+
+}  // namespace
+}  // namespace memtune::estimate

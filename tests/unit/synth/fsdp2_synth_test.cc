@@ -1,0 +1,133 @@
+// The FSDP2 trace: consistent with the estimator, steady, on FSDP2's streams, and the
+// order of one block's all-gather and reduce-scatter checked by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+
+#include "memtune/estimate/estimate.h"
+#include "memtune/synth/synthesize.h"
+#include "unit/synth/synth_test_util.h"
+
+namespace memtune::synth {
+namespace {
+
+using testing::Recorder;
+
+// The estimator tests' job (tests/unit/estimate/fsdp2_test.cc): 2 blocks, h=64, shard 2.
+model::Job Fsdp2Job(const std::string& ac) {
+  model::Job job;
+  auto& m = job.model;
+  m.num_layers = 2;
+  m.hidden_size = 64;
+  m.ffn_hidden_size = 128;
+  m.num_attention_heads = 4;
+  m.num_query_groups = 2;
+  m.kv_channels = 16;
+  m.vocab_size = 256;
+  m.make_vocab_size_divisible_by = 1;
+  m.share_embeddings_and_output_weights = false;
+  m.gated_linear_unit = true;
+  m.activation_func = "silu";
+  m.normalization = model::Normalization::kRMSNorm;
+  m.add_bias_linear = false;
+  m.seq_length = 32;
+  job.train.micro_batch_size = 1;
+  job.train.global_batch_size = 2;
+  job.memtune.framework = model::Framework::kFsdp2;
+  job.memtune.world_size = 2;
+  job.memtune.fsdp2.shard_degree = 2;
+  job.memtune.fsdp2.activation_checkpoint = ac;
+  return job;
+}
+
+Recorder Record(const model::Job& job, int iterations) {
+  SynthOptions options;
+  options.iterations = iterations;
+  auto synth = TraceSynthesizer::Create(job, options);
+  EXPECT_TRUE(synth) << synth.error().Describe();
+  Recorder rec;
+  rec.keep_events = true;
+  const TraceSummary summary = synth->Synthesize(0, rec);
+  EXPECT_EQ(summary.persistent_bytes, rec.live_bytes);
+  EXPECT_EQ(summary.events, static_cast<std::int64_t>(rec.events.size()));
+  return rec;
+}
+
+class Fsdp2SynthTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Fsdp2SynthTest, TracePeakEqualsTheEstimatorsAndIterationsRepeat) {
+  const model::Job job = Fsdp2Job(GetParam());
+  Recorder rec = Record(job, 3);
+  EXPECT_TRUE(rec.errors.empty()) << rec.errors.front();
+  auto e = estimate::EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(rec.peak_bytes, e->peak_allocated_bytes) << FormatLabel(rec.peak_label);
+  ASSERT_EQ(rec.live_before_iteration.size(), 3u);
+  EXPECT_EQ(rec.live_before_iteration[1], rec.live_before_iteration[2]);
+  EXPECT_GT(rec.live_before_iteration[1], rec.live_before_iteration[0]);  // AdamW state
+}
+
+INSTANTIATE_TEST_SUITE_P(AcModes, Fsdp2SynthTest,
+                         ::testing::Values("none", "selective_op", "selective_layer", "full"));
+
+TEST(Fsdp2SynthStreamsTest, GathersAndGradientShardsLiveOnTheirStreams) {
+  Recorder rec = Record(Fsdp2Job("full"), 1);
+  int gathers = 0, shards = 0;
+  for (const auto& e : rec.events) {
+    if (e.op != EventOp::kAlloc) continue;
+    const std::string_view t = e.label.tensor;
+    if (t == "fsdp.all_gather_output") {
+      EXPECT_EQ(e.stream, 1u);
+      ++gathers;
+    } else if (t == "grad_shard") {
+      EXPECT_EQ(e.stream, 2u);
+      ++shards;
+    } else {
+      EXPECT_EQ(e.stream, 0u) << t;
+    }
+  }
+  // Forward: root + 2 blocks; backward: block 0 again (block 1 and the root stay gathered).
+  EXPECT_EQ(gathers, 4);
+  EXPECT_EQ(shards, 3);  // two blocks and the root
+}
+
+TEST(Fsdp2SynthStreamsTest, OneBlockAllGatherThenReduceScatterInOrder) {
+  Recorder rec = Record(Fsdp2Job("full"), 1);
+  // Block 0's forward unshard: the flat bf16 all-gather output (2 * 2 * 18,496 bytes),
+  // nine per-parameter copies, then the flat buffer released.
+  std::vector<std::string> first;
+  for (const auto& e : rec.events) {
+    if (e.label.phase != Phase::kForward || e.label.layer != 0) continue;
+    first.push_back((e.op == EventOp::kAlloc ? "alloc " : "free ") + std::string(e.label.tensor) +
+                    (e.op == EventOp::kAlloc ? " " + std::to_string(e.bytes) : ""));
+    if (first.size() == 11) break;
+  }
+  ASSERT_EQ(first.size(), 11u);
+  EXPECT_EQ(first[0], "alloc fsdp.all_gather_output 73984");
+  EXPECT_EQ(first[1], "alloc fsdp.unsharded_param 128");    // attention_norm, 64 bf16
+  EXPECT_EQ(first[2], "alloc fsdp.unsharded_param 8192");   // wq 64x64
+  EXPECT_EQ(first[10], "free fsdp.all_gather_output");
+  // Block 1's backward ends: fp32 reduce-scatter input (4 * 2 * 18,496), the unsharded
+  // gradients released, the fp32 shard (4 * 18,496) on the reduce-scatter stream.
+  bool seen = false;
+  for (std::size_t i = 0; i + 1 < rec.events.size(); ++i) {
+    const auto& e = rec.events[i];
+    if (e.label.phase == Phase::kBackward && e.label.layer == 1 &&
+        std::string_view(e.label.tensor) == "fsdp.reduce_scatter_input") {
+      EXPECT_EQ(e.bytes, 147968);
+      std::size_t j = i + 1;
+      int released = 0;
+      while (rec.events[j].op == EventOp::kFree) ++released, ++j;
+      EXPECT_EQ(released, 9);
+      EXPECT_EQ(std::string_view(rec.events[j].label.tensor), "grad_shard");
+      EXPECT_EQ(rec.events[j].bytes, 73984);
+      seen = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(seen);
+}
+
+}  // namespace
+}  // namespace memtune::synth
