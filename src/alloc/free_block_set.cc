@@ -1,116 +1,243 @@
-// FreeBlockSet: the chunked sorted sequence behind BlockPool::blocks / ::unmapped.
-#include <algorithm>
+// FreeBlockSet: the grouped free lists behind BlockPool::blocks / ::unmapped (see
+// free_block_set.h and note [flat free lists] in docs/design/allocator.md).
+#include "memtune/alloc/free_block_set.h"
 
-#include "memtune/alloc/block.h"
+#include <utility>
+
+#include "memtune/core/check.h"
 
 namespace memtune::alloc {
 namespace {
 
-// Index of the first element of [data, data + n) that is not < probe. The halving compares
-// only the packed (stream, size) word, branch-free (fixed trip count for a given n); the few
-// keys equal in (stream, size) are then stepped over by address.
-std::size_t LowerBoundIndex(const FreeKey* data, std::size_t n, const FreeKey& probe) {
-  const FreeKey* base = data;
-  const std::size_t total = n;
+// Index of the first of groups[lo, hi) whose size is >= size (hi if none). Branch-free
+// halving: a fixed trip count for a given range.
+template <typename Group>
+std::size_t SizeLowerBound(const std::vector<Group>& groups, std::int64_t size, std::size_t lo,
+                           std::size_t hi) {
+  std::size_t n = hi - lo;
+  if (n == 0) return lo;
+  const Group* base = groups.data() + lo;
   while (n > 1) {
     const std::size_t half = n / 2;
-    base = (base[half - 1].major < probe.major) ? base + half : base;
+    base = base[half - 1].size < size ? base + half : base;
     n -= half;
   }
-  std::size_t i =
-      static_cast<std::size_t>(base - data) + (n == 1 && base->major < probe.major ? 1 : 0);
-  while (i < total && data[i].major == probe.major && data[i].ptr < probe.ptr) ++i;
-  return i;
+  return static_cast<std::size_t>(base - groups.data()) + (base->size < size ? 1 : 0);
+}
+
+template <typename Group>
+std::size_t SizeLowerBound(const std::vector<Group>& groups, std::int64_t size) {
+  return SizeLowerBound(groups, size, 0, groups.size());
+}
+
+// Index of the first member of a group (descending addresses) whose address is <= ptr.
+template <typename Members>
+std::size_t FirstAtOrBelow(const Members& m, std::uint64_t ptr) {
+  std::size_t lo = 0, n = m.size();
+  while (n > 0) {
+    const std::size_t half = n / 2;
+    if (m[lo + half].ptr > ptr) {
+      lo += half + 1;
+      n -= half + 1;
+    } else {
+      n = half;
+    }
+  }
+  return lo;
 }
 
 }  // namespace
 
-std::size_t FreeBlockSet::ChunkFor(const FreeKey& probe) const {
-  return LowerBoundIndex(backs_.data(), backs_.size(), probe);
+std::uint32_t FreeBlockSet::StreamLowerBound(StreamId stream) const {
+  std::uint32_t i = 0;  // few streams: a linear scan
+  while (i < streams_.size() && streams_[i].stream < stream) ++i;
+  return i;
 }
 
-FreeBlockSet::Pos FreeBlockSet::LowerBoundKey(const FreeKey& probe) const {
-  const std::size_t c = ChunkFor(probe);
-  if (c == chunks_.size()) return Pos{static_cast<std::uint32_t>(c), 0};
-  const auto& chunk = chunks_[c];
-  return Pos{static_cast<std::uint32_t>(c),
-             static_cast<std::uint32_t>(LowerBoundIndex(chunk.data(), chunk.size(), probe))};
+FreeBlockSet::Pos FreeBlockSet::Prev(Pos p) const {
+  if (p.rank > 0) return Pos{p.stream, p.group, p.rank - 1};
+  if (p.group == 0) {  // last group of the previous stream
+    p.stream -= 1;
+    p.group = static_cast<std::uint32_t>(streams_[p.stream].groups.size());
+  }
+  p.group -= 1;
+  const std::size_t n = members_[streams_[p.stream].groups[p.group].slot].size();
+  return Pos{p.stream, p.group, static_cast<std::uint32_t>(n - 1)};
 }
 
-void FreeBlockSet::Insert(const FreeKey& key) {
+FreeBlockSet::Pos FreeBlockSet::LowerBound(StreamId stream, std::int64_t size) const {
+  const std::uint32_t si = StreamLowerBound(stream);
+  if (si == streams_.size() || streams_[si].stream != stream) return Pos{si, 0, 0};
+  const auto g = static_cast<std::uint32_t>(SizeLowerBound(streams_[si].groups, size));
+  if (g == streams_[si].groups.size()) return Pos{si + 1, 0, 0};
+  return Pos{si, g, 0};
+}
+
+FreeBlockSet::Slot FreeBlockSet::FindSlot(StreamId stream, std::int64_t size) const {
+  const std::uint32_t si = StreamLowerBound(stream);
+  if (si == streams_.size() || streams_[si].stream != stream) return kNoSlot;
+  const std::vector<Group>& groups = streams_[si].groups;
+  const std::size_t g = SizeLowerBound(groups, size);
+  return g < groups.size() && groups[g].size == size ? groups[g].slot : kNoSlot;
+}
+
+std::size_t FreeBlockSet::MemberIndex(Slot slot, std::uint64_t ptr, BlockId id) const {
+  const Members& m = members_[slot];
+  const std::size_t i = m.size() == 1 ? 0 : FirstAtOrBelow(m, ptr);
+  return i < m.size() && m[i].ptr == ptr && m[i].id == id ? i : m.size();
+}
+
+void FreeBlockSet::Renumber(std::uint32_t stream, std::size_t first_group) {
+  const std::vector<Group>& groups = streams_[stream].groups;
+  for (std::size_t g = first_group; g < groups.size(); ++g) {
+    where_[groups[g].slot] = Where{stream, static_cast<std::uint32_t>(g)};
+  }
+}
+
+FreeBlockSet::Slot FreeBlockSet::Insert(StreamId stream, std::int64_t size, std::uint64_t ptr,
+                                        BlockId id) {
   ++size_;
-  if (chunks_.empty()) {
-    chunks_.emplace_back();
-    if (!spare_.empty()) {
-      chunks_.back().swap(spare_.back());
-      spare_.pop_back();
+  std::uint32_t si = 0;
+  while (si < streams_.size() && streams_[si].stream < stream) ++si;  // few streams
+  if (si == streams_.size() || streams_[si].stream != stream) AddStream(si, stream);
+  std::vector<Group>& groups = streams_[si].groups;
+  const std::size_t g = SizeLowerBound(groups, size);
+  if (g < groups.size() && groups[g].size == size) {
+    InsertMember(groups[g].slot, ptr, id);
+    return groups[g].slot;
+  }
+  Slot slot;
+  if (!spare_slots_.empty()) {
+    slot = spare_slots_.back();
+    spare_slots_.pop_back();
+  } else {
+    slot = static_cast<Slot>(members_.size());
+    members_.emplace_back();
+    where_.emplace_back();
+  }
+  members_[slot].push_back(Member{ptr, id});
+  // Open a hole at g, renumbering the groups that move (a short loop beats a memmove call).
+  groups.emplace_back();
+  for (std::size_t j = groups.size() - 1; j > g; --j) {
+    groups[j] = groups[j - 1];
+    where_[groups[j].slot].group = static_cast<std::uint32_t>(j);
+  }
+  groups[g] = Group{size, slot};
+  where_[slot] = Where{si, static_cast<std::uint32_t>(g)};
+  return slot;
+}
+
+void FreeBlockSet::InsertMember(Slot slot, std::uint64_t ptr, BlockId id) {
+  Members& m = members_[slot];
+  if (ptr < m.back().ptr) {
+    m.push_back(Member{ptr, id});  // the new lowest address
+  } else {
+    m.insert(m.begin() + static_cast<std::ptrdiff_t>(FirstAtOrBelow(m, ptr)), Member{ptr, id});
+  }
+}
+
+FreeBlockSet::Slot FreeBlockSet::Replace(Slot slot, std::uint64_t old_ptr, BlockId old_id,
+                                         std::int64_t size, std::uint64_t ptr, BlockId id) {
+  Members& m = members_[slot];
+  const Where w = where_[slot];
+  if (m.size() != 1) {  // the group stays: an ordinary erase and insert
+    const StreamId stream = streams_[w.stream].stream;
+    Erase(slot, old_ptr, old_id);
+    return Insert(stream, size, ptr, id);
+  }
+  MEMTUNE_CHECK(m[0].ptr == old_ptr && m[0].id == old_id, "free block missing from its pool set");
+  // The old key is its group's only member: move the group to the new size's place,
+  // shifting only the groups in between, or join the group of that size.
+  std::vector<Group>& groups = streams_[w.stream].groups;
+  std::size_t k = w.group;
+  if (size < groups[k].size) {
+    const std::size_t at = SizeLowerBound(groups, size, 0, k);
+    if (groups[at].size == size) return JoinGroup(slot, at, ptr, id);
+    for (; k > at; --k) {
+      groups[k] = groups[k - 1];
+      where_[groups[k].slot].group = static_cast<std::uint32_t>(k);
     }
-    chunks_.back().push_back(key);
-    backs_.push_back(key);
+  } else if (size > groups[k].size) {
+    const std::size_t at = SizeLowerBound(groups, size, k + 1, groups.size());
+    if (at < groups.size() && groups[at].size == size) return JoinGroup(slot, at, ptr, id);
+    for (; k + 1 < at; ++k) {
+      groups[k] = groups[k + 1];
+      where_[groups[k].slot].group = static_cast<std::uint32_t>(k);
+    }
+  }
+  groups[k] = Group{size, slot};
+  where_[slot].group = static_cast<std::uint32_t>(k);
+  m[0] = Member{ptr, id};
+  return slot;
+}
+
+FreeBlockSet::Slot FreeBlockSet::JoinGroup(Slot slot, std::size_t target_group, std::uint64_t ptr,
+                                           BlockId id) {
+  const Slot target = streams_[where_[slot].stream].groups[target_group].slot;
+  InsertMember(target, ptr, id);
+  members_[slot].clear();
+  RemoveGroup(slot);  // the set's stream keeps the target group, so it is not removed
+  return target;
+}
+
+void FreeBlockSet::AddStream(std::uint32_t si, StreamId stream) {
+  StreamGroups fresh;
+  if (!spare_streams_.empty()) {
+    fresh = std::move(spare_streams_.back());
+    spare_streams_.pop_back();
+  }
+  fresh.stream = stream;
+  streams_.insert(streams_.begin() + si, std::move(fresh));
+  for (std::uint32_t later = si + 1; later < streams_.size(); ++later) Renumber(later, 0);
+}
+
+void FreeBlockSet::RemoveGroup(Slot slot) {
+  const Where w = where_[slot];
+  spare_slots_.push_back(slot);  // its Members keep their capacity: no allocation when reused
+  std::vector<Group>& groups = streams_[w.stream].groups;
+  const std::size_t n = groups.size() - 1;
+  for (std::size_t j = w.group; j < n; ++j) {
+    groups[j] = groups[j + 1];
+    where_[groups[j].slot].group = static_cast<std::uint32_t>(j);
+  }
+  groups.pop_back();
+  if (n > 0) return;
+  spare_streams_.push_back(std::move(streams_[w.stream]));
+  streams_.erase(streams_.begin() + w.stream);
+  for (std::uint32_t later = w.stream; later < streams_.size(); ++later) Renumber(later, 0);
+}
+
+void FreeBlockSet::EraseMember(Slot slot, std::size_t index) {
+  --size_;
+  Members& m = members_[slot];
+  if (m.size() > 1) {
+    m.erase(m.begin() + static_cast<std::ptrdiff_t>(index));
     return;
   }
-  std::size_t c = ChunkFor(key);
-  if (c == chunks_.size()) --c;  // larger than every key: append to the last chunk
-  auto& chunk = chunks_[c];
-  chunk.insert(
-      chunk.begin() + static_cast<std::ptrdiff_t>(LowerBoundIndex(chunk.data(), chunk.size(), key)),
-      key);
-  if (chunk.size() <= kMaxChunk) {
-    SyncBack(c);
-    return;
-  }
-  // Split the full chunk in two halves.
-  std::vector<FreeKey> upper;
-  if (!spare_.empty()) {
-    upper.swap(spare_.back());
-    spare_.pop_back();
-  }
-  const auto half = chunk.begin() + static_cast<std::ptrdiff_t>(chunk.size() / 2);
-  upper.assign(half, chunk.end());
-  chunk.erase(half, chunk.end());
-  chunks_.insert(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1, std::move(upper));
-  backs_.insert(backs_.begin() + static_cast<std::ptrdiff_t>(c) + 1, FreeKey());
-  SyncBack(c);
-  SyncBack(c + 1);
+  m.clear();
+  RemoveGroup(slot);
 }
 
 void FreeBlockSet::EraseAt(Pos p) {
-  auto& chunk = chunks_[p.chunk];
-  chunk.erase(chunk.begin() + p.offset);
-  --size_;
-  if (!chunk.empty()) {
-    SyncBack(p.chunk);
-    return;
-  }
-  spare_.push_back(std::move(chunk));
-  spare_.back().clear();
-  chunks_.erase(chunks_.begin() + p.chunk);
-  backs_.erase(backs_.begin() + p.chunk);
+  const Slot slot = streams_[p.stream].groups[p.group].slot;
+  EraseMember(slot, members_[slot].size() - 1 - p.rank);
 }
 
-void FreeBlockSet::ReplaceAt(Pos p, const FreeKey& smaller) {
-  auto& chunk = chunks_[p.chunk];
-  if (p.chunk > 0 && !(backs_[p.chunk - 1] < smaller)) {  // belongs to an earlier chunk
-    EraseAt(p);
-    Insert(smaller);
-    return;
-  }
-  const std::size_t j = LowerBoundIndex(chunk.data(), p.offset, smaller);
-  std::move_backward(chunk.begin() + static_cast<std::ptrdiff_t>(j), chunk.begin() + p.offset,
-                     chunk.begin() + p.offset + 1);
-  chunk[j] = smaller;
-  SyncBack(p.chunk);
+void FreeBlockSet::Erase(Slot slot, std::uint64_t ptr, BlockId id) {
+  const std::size_t i = MemberIndex(slot, ptr, id);
+  MEMTUNE_CHECK(i < members_[slot].size(), "free block missing from its pool set");
+  EraseMember(slot, i);
 }
 
 void FreeBlockSet::Erase(const FreeKey& key) {
-  const Pos p = LowerBoundKey(key);
-  MEMTUNE_CHECK(!IsEnd(p) && At(p).id == key.id, "free block missing from its pool set");
-  EraseAt(p);
+  const Slot slot = FindSlot(key.stream(), key.size());
+  MEMTUNE_CHECK(slot != kNoSlot, "free block missing from its pool set");
+  Erase(slot, key.ptr, key.id);
 }
 
 bool FreeBlockSet::Contains(const FreeKey& key) const {
-  const Pos p = LowerBoundKey(key);
-  return !IsEnd(p) && At(p).id == key.id;
+  const Slot slot = FindSlot(key.stream(), key.size());
+  return slot != kNoSlot && MemberIndex(slot, key.ptr, key.id) < members_[slot].size();
 }
 
 }  // namespace memtune::alloc

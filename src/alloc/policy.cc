@@ -80,8 +80,8 @@ std::optional<FreeBlockSet::Pos> FindBestFit(const FreeBlockSet& pool, const Blo
                                              const BestFitRules& rules) {
   using Pos = FreeBlockSet::Pos;
   Pos it = pool.LowerBound(stream, rounded_bytes);
-  if (pool.IsEnd(it) || pool.At(it).stream() != stream) return std::nullopt;
-  auto block = [&](Pos p) -> const Block& { return blocks[pool.At(p).id]; };
+  if (pool.IsEnd(it) || pool.StreamAt(it) != stream) return std::nullopt;
+  auto block = [&](Pos p) -> const Block& { return blocks[pool.IdAt(p)]; };
   if (block(it).is_expandable()) {
     if (rules.expandable_active) {
       // A block touching unmapped space counts with the space it could grow into.
@@ -90,7 +90,7 @@ std::optional<FreeBlockSet::Pos> FindBestFit(const FreeBlockSet& pool, const Blo
         return b.size + (grows ? blocks[b.next].size : 0);
       };
       for (Pos next = pool.Next(it);
-           block(it).is_expandable() && !pool.IsEnd(next) && pool.At(next).stream() == stream &&
+           block(it).is_expandable() && !pool.IsEnd(next) && pool.StreamAt(next) == stream &&
            expandable_size(block(next)) < expandable_size(block(it));
            next = pool.Next(next)) {
         it = next;
@@ -98,11 +98,11 @@ std::optional<FreeBlockSet::Pos> FindBestFit(const FreeBlockSet& pool, const Blo
     } else {
       do {
         it = pool.Next(it);
-      } while (!pool.IsEnd(it) && block(it).is_expandable() && pool.At(it).stream() == stream);
-      if (pool.IsEnd(it) || pool.At(it).stream() != stream) return std::nullopt;
+      } while (!pool.IsEnd(it) && block(it).is_expandable() && pool.StreamAt(it) == stream);
+      if (pool.IsEnd(it) || pool.StreamAt(it) != stream) return std::nullopt;
     }
   }
-  if (!OversizeRulesAllow(rounded_bytes, pool.At(it).size(), rules.max_split_size_bytes,
+  if (!OversizeRulesAllow(rounded_bytes, pool.SizeAt(it), rules.max_split_size_bytes,
                           rules.max_non_split_rounding_bytes)) {
     return std::nullopt;
   }

@@ -89,8 +89,8 @@ bool Simulator::Impl::GetFreeBlock(AllocParams& p) {
                            cfg().max_non_split_rounding_bytes};
   const auto at = FindBestFit(ps.blocks, arena_, p.stream, p.size, rules);
   if (!at) return false;
-  p.block = ps.blocks.At(*at).id;
-  p.cached_at = at;
+  p.block = ps.blocks.IdAt(*at);
+  p.cached = true;
   return true;
 }
 
@@ -142,11 +142,13 @@ BlockId Simulator::Impl::AllocFoundBlock(const AllocParams& p, std::int64_t orig
     h.next = id;
     if (h.prev != kNoBlock) arena_[h.prev].next = head;
     rest.prev = head;
+    const std::uint64_t old_ptr = rest.ptr;
     rest.ptr += static_cast<std::uint64_t>(p.size);
     rest.size -= p.size;
-    if (p.cached_at) {
+    if (p.cached) {  // get_free_block's erase and the remainder's insert in one step
       rest.gc_count_base = pool(p.pool).get_free_blocks_call_count;  // insert_into_blocks()
-      pool(p.pool).blocks.ReplaceAt(*p.cached_at, FreeKeyOf(rest, id));
+      rest.free_slot =
+          pool(p.pool).blocks.Replace(rest.free_slot, old_ptr, id, rest.size, rest.ptr, id);
     } else {
       InsertFree(id);
     }
@@ -158,7 +160,7 @@ BlockId Simulator::Impl::AllocFoundBlock(const AllocParams& p, std::int64_t orig
     }
     id = head;
   } else {
-    if (p.cached_at) pool(p.pool).blocks.EraseAt(*p.cached_at);
+    if (p.cached) EraseFree(id);
     if (already_split && !expandable) {
       ledger_.Apply({StatEventKind::kInactiveSplit, p.pool, false, -arena_[id].size, 0, -1});
     }
@@ -220,15 +222,21 @@ void Simulator::Impl::FreeBlock(BlockId id) {
   const PoolKind pk = b.pool;
   const bool expandable = b.is_expandable();
   std::int64_t net_blocks = 0, net_bytes = 0;
+  MergedEntry reuse;
   for (BlockId n : {b.prev, b.next}) {
-    const std::int64_t subsumed = TryMerge(id, n);
+    const std::int64_t subsumed = TryMerge(id, n, &reuse);
     if (subsumed > 0) {
       net_blocks -= 1;
       net_bytes -= subsumed;
     }
   }
   b.state = BlockState::kFree;
-  InsertFree(id);
+  if (reuse.id != kNoBlock) {  // the neighbour's erase and this block's insert in one step
+    b.gc_count_base = pool(pk).get_free_blocks_call_count;  // insert_into_blocks()
+    b.free_slot = pool(pk).blocks.Replace(reuse.slot, reuse.ptr, reuse.id, b.size, b.ptr, id);
+  } else {
+    InsertFree(id);
+  }
   if (b.is_split()) {
     net_blocks += 1;
     net_bytes += b.size;
@@ -238,12 +246,16 @@ void Simulator::Impl::FreeBlock(BlockId id) {
   ledger_.Apply({StatEventKind::kBlockFreeCompleted, pk, false, original_size, requested});
 }
 
-std::int64_t Simulator::Impl::TryMerge(BlockId dst, BlockId src) {
+std::int64_t Simulator::Impl::TryMerge(BlockId dst, BlockId src, MergedEntry* reuse) {
   if (src == kNoBlock) return 0;
   Block& s = arena_[src];
   Block& d = arena_[dst];
   if (s.state != BlockState::kFree || s.mapped != d.mapped) return 0;
-  EraseFree(src);
+  if (reuse != nullptr && reuse->id == kNoBlock && s.mapped) {
+    *reuse = MergedEntry{s.free_slot, s.ptr, src};  // the caller replaces it (same set)
+  } else {
+    EraseFree(src);
+  }
   if (d.prev == src) {  // [src dst]
     d.ptr = s.ptr;
     d.prev = s.prev;
@@ -263,16 +275,16 @@ void Simulator::Impl::InsertFree(BlockId id) {
   PoolState& ps = pool(b.pool);
   if (b.mapped) {
     b.gc_count_base = ps.get_free_blocks_call_count;
-    ps.blocks.Insert(FreeKeyOf(b, id));
+    b.free_slot = ps.blocks.Insert(b.stream, b.size, b.ptr, id);
   } else {
-    ps.unmapped.Insert(FreeKeyOf(b, id));
+    b.free_slot = ps.unmapped.Insert(b.stream, 0, b.ptr, id);
   }
 }
 
 void Simulator::Impl::EraseFree(BlockId id) {
   const Block& b = arena_[id];
   PoolState& ps = pool(b.pool);
-  (b.mapped ? ps.blocks : ps.unmapped).Erase(FreeKeyOf(b, id));
+  (b.mapped ? ps.blocks : ps.unmapped).Erase(b.free_slot, b.ptr, id);
 }
 
 std::optional<std::uint64_t> Simulator::Impl::NewAddress(const SegmentRequest& request) {

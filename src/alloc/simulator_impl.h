@@ -41,10 +41,18 @@ struct AllocParams {
   StreamId stream = 0;
   PoolKind pool = PoolKind::kLarge;
   BlockId block = kNoBlock;
-  // Set when `block` came from the pool's free set: its position there. get_free_block()
-  // removes it at once; memtune removes it in alloc_found_block(), where a split can put the
-  // remainder into the same slot (nothing touches the set in between).
-  std::optional<FreeBlockSet::Pos> cached_at;
+  // Set when `block` came from the pool's free set. get_free_block() removes it at once;
+  // memtune removes it in alloc_found_block(), where a split replaces it by the remainder in
+  // one step (nothing touches the set in between).
+  bool cached = false;
+};
+
+// A free neighbour merged into a block being freed whose free-set entry is still in place,
+// to be replaced by the merged block (FreeBlock). id kNoBlock = none.
+struct MergedEntry {
+  FreeBlockSet::Slot slot = 0;
+  std::uint64_t ptr = 0;
+  BlockId id = kNoBlock;
 };
 
 // Handle table entry values besides a BlockId.
@@ -67,7 +75,10 @@ class Simulator::Impl {
   bool AllocBlock(AllocParams& p, bool is_retry);
   BlockId AllocFoundBlock(const AllocParams& p, std::int64_t orig, bool split);
   void FreeBlock(BlockId id);
-  std::int64_t TryMerge(BlockId dst, BlockId src);
+  // Merges free neighbour `src` into `dst`; returns the bytes subsumed (0 = no merge). With
+  // `reuse` (FreeBlock), the first merged neighbour's free-set entry is left in place and
+  // described there instead of erased.
+  std::int64_t TryMerge(BlockId dst, BlockId src, MergedEntry* reuse = nullptr);
   void InsertFree(BlockId id);  // insert_into_blocks(): also resets gc_count_base
   void EraseFree(BlockId id);
 

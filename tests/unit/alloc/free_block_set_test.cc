@@ -1,7 +1,8 @@
 // FreeBlockSet (block.h): order, lookups, erase, split remainders, and a randomized
-// comparison with std::set over many chunk splits and removals.
+// comparison with std::set over many group creations and removals.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <set>
 #include <tuple>
@@ -55,20 +56,20 @@ TEST(FreeBlockSetTest, EraseAndContainsUseTheExactKey) {
   set.Erase(FreeKey(0, 1024, 0x2000, 5));
   EXPECT_TRUE(set.empty());
   EXPECT_TRUE(set.IsEnd(set.LowerBound(0, 0)));
-  set.Insert(FreeKey(0, 512, 0x1000, 4));  // ids and emptied chunks are reused
+  set.Insert(FreeKey(0, 512, 0x1000, 4));  // ids and emptied groups are reused
   EXPECT_EQ(Contents(set), (std::vector<Tuple>{{0, 512, 0x1000, 4}}));
 }
 
 TEST(FreeBlockSetTest, ReplaceAtMovesASplitRemainderIntoPlace) {
   FreeBlockSet set;
-  const int n = 3 * static_cast<int>(FreeBlockSet::kMaxChunk);  // several chunks
+  const int n = 96;  // many groups
   for (int i = 0; i < n; ++i) set.Insert(FreeKey(0, 1024 * (i + 1), 0x100000 * i, i));
-  // The largest block shrinks below every other: it must move to the front chunk.
+  // The largest block shrinks below every other: it must move to the front group.
   FreeBlockSet::Pos last = set.LowerBound(0, 1024 * n);
   ASSERT_EQ(set.At(last).id, n - 1);
   set.ReplaceAt(last, FreeKey(0, 512, 0x100000 * (n - 1) + 0x800, n - 1));
   EXPECT_EQ(set.At(set.Begin()).id, n - 1);
-  // A block shrinks within its own chunk.
+  // A block shrinks to a size between two existing groups.
   FreeBlockSet::Pos p = set.LowerBound(0, 1024 * 3);
   set.ReplaceAt(p, FreeKey(0, 1536, 0x200000 + 0x800, 2));
   EXPECT_EQ(set.At(set.LowerBound(0, 1500)).id, 2);
@@ -77,13 +78,39 @@ TEST(FreeBlockSetTest, ReplaceAtMovesASplitRemainderIntoPlace) {
   EXPECT_EQ(set.size(), static_cast<std::size_t>(n - 2));
 }
 
-// Random inserts, erases and replacements with few distinct sizes (long runs of equal size,
-// as in a fragmented pool) must leave the same sequence as std::set, forwards and backwards.
+TEST(FreeBlockSetTest, ReplaceMovesJoinsOrLeavesGroups) {
+  FreeBlockSet set;
+  const auto a = set.Insert(FreeKey(0, 1024, 0x1000, 1));
+  set.Insert(FreeKey(0, 2048, 0x2000, 2));
+  const auto c = set.Insert(FreeKey(0, 4096, 0x3000, 3));
+  // A lone key grows past another group: its group moves up.
+  const auto a2 = set.Replace(a, 0x1000, 1, 3072, 0x1000, 1);
+  EXPECT_EQ(Contents(set), (std::vector<Tuple>{
+                               {0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}, {0, 4096, 0x3000, 3}}));
+  // A lone key shrinks onto an existing size: it joins that group, lowest address first.
+  const auto c2 = set.Replace(c, 0x3000, 3, 2048, 0x0800, 3);
+  EXPECT_EQ(Contents(set), (std::vector<Tuple>{
+                               {0, 2048, 0x0800, 3}, {0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}}));
+  EXPECT_EQ(set.At(set.LowerBound(0, 1)).id, 3);
+  // A key leaves a shared group (the group stays).
+  set.Replace(c2, 0x0800, 3, 512, 0x0800, 3);
+  EXPECT_EQ(Contents(set), (std::vector<Tuple>{
+                               {0, 512, 0x0800, 3}, {0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}}));
+  set.Erase(a2, 0x1000, 1);
+  EXPECT_EQ(set.size(), 2u);
+  EXPECT_FALSE(set.Contains(FreeKey(0, 3072, 0x1000, 1)));
+}
+
+// Random inserts, erases (by key and by slot) and replacements (split remainders, and
+// Replace to any size: moving a lone group down or up, joining another group, or leaving a
+// shared one) with few distinct sizes (long runs of equal size, as in a fragmented pool) must
+// leave the same sequence as std::set, forwards and backwards.
 TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
   std::mt19937_64 rng(7);
   FreeBlockSet set;
   std::set<Tuple> model;
   std::vector<BlockId> free_ids;
+  std::map<BlockId, FreeBlockSet::Slot> slot_of;
   BlockId next_id = 0;
   std::uint64_t next_ptr = 0x1000;
   for (int step = 0; step < 20000; ++step) {
@@ -98,20 +125,29 @@ TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
       }
       const StreamId stream = rng() % 3 == 0 ? 0x7f10 : 0;
       const std::int64_t size = 512 * static_cast<std::int64_t>(1 + rng() % 6);
-      set.Insert(FreeKey(stream, size, next_ptr, id));
+      slot_of[id] = set.Insert(FreeKey(stream, size, next_ptr, id));
       model.emplace(stream, size, next_ptr, id);
       next_ptr += 0x1000;
     } else {
       auto it = model.begin();
       std::advance(it, static_cast<long>(rng() % model.size()));
       const auto [stream, size, ptr, id] = *it;
-      if (roll < 8 || size == 512) {
-        set.Erase(FreeKey(stream, size, ptr, id));
+      if (roll < 6 || size == 512) {
+        if (roll % 2 == 0) {
+          set.Erase(FreeKey(stream, size, ptr, id));
+        } else {
+          set.Erase(slot_of[id], ptr, id);  // by the slot Insert returned
+        }
         free_ids.push_back(id);
+      } else if (roll < 8) {  // merge-like: any new size and address, same stream and id
+        const std::int64_t new_size = 512 * static_cast<std::int64_t>(1 + rng() % 6);
+        slot_of[id] = set.Replace(slot_of[id], ptr, id, new_size, next_ptr, id);
+        model.emplace(stream, new_size, next_ptr, id);
+        next_ptr += 0x1000;
       } else {  // split: the remainder keeps the id, a smaller size and a higher address
         FreeBlockSet::Pos p = set.LowerBound(stream, size);
         while (set.At(p).id != id) p = set.Next(p);
-        set.ReplaceAt(p, FreeKey(stream, size - 512, ptr + 512, id));
+        slot_of[id] = set.ReplaceAt(p, FreeKey(stream, size - 512, ptr + 512, id));
         model.emplace(stream, size - 512, ptr + 512, id);
       }
       model.erase(it);
