@@ -23,8 +23,12 @@ Status CheckModelled(const model::Job& job) {
     return Unsupported("model.pipeline_model_parallel_size",
                        "fsdp2 with pipeline parallelism (torchtitan PP schedules) is not modelled yet");
   }
-  if (m.context_parallel_size > 1) {
-    return Unsupported("model.context_parallel_size", "fsdp2 with context parallelism is not modelled yet");
+  const int cp = std::max(1, m.context_parallel_size);
+  // torchtitan train.py create_context_parallel_ctx: the sequence is load-balanced in
+  // 2 * cp chunks (torch _context_parallel_buffers).
+  if (cp > 1 && m.seq_length % (2 * cp) != 0) {
+    return InvalidConfig("model.seq_length", std::to_string(m.seq_length) + " must be divisible by 2 * " +
+                                                 "context_parallel_size = " + std::to_string(2 * cp));
   }
   if (m.num_moe_experts.value_or(0) > 0) {
     return Unsupported("model.num_moe_experts", "fsdp2 MoE models are not modelled yet");
@@ -213,23 +217,26 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
   f.tp = std::max(1, m.tensor_model_parallel_size);
   const int world = job.memtune.world_size > 0 ? job.memtune.world_size : f.tp;
   const int model_ranks = f.tp * std::max(1, m.pipeline_model_parallel_size) * std::max(1, m.context_parallel_size);
-  f.shard = cfg.shard_degree > 0 ? cfg.shard_degree : world / model_ranks;
-  if (f.shard <= 0 || world % (f.shard * model_ranks) != 0) {
+  const int dp_shard = cfg.shard_degree > 0 ? cfg.shard_degree : world / model_ranks;
+  f.cp = std::max(1, m.context_parallel_size);
+  // parallelize_llama.py: FSDP shards over the dp_shard x cp mesh ("dp_shard_cp").
+  f.shard = dp_shard * f.cp;
+  if (dp_shard <= 0 || world % (dp_shard * model_ranks) != 0) {
     return InvalidConfig("memtune.fsdp2.shard_degree",
                          std::to_string(cfg.shard_degree) + " does not divide world / (TP*PP*CP) = " +
                              std::to_string(world) + " / " + std::to_string(model_ranks));
   }
-  f.replicate = world / (f.shard * model_ranks);
+  f.replicate = world / (dp_shard * model_ranks);
   f.layers = static_cast<int>(m.num_layers);
   f.compile = cfg.compile;
   f.float8 = cfg.float8;
   f.reshard_after_forward = cfg.reshard_after_forward;
   f.param_bytes = model::DtypeBytes(cfg.param_dtype);
   f.reduce_bytes = model::DtypeBytes(cfg.reduce_dtype);
-  const std::int64_t dp = static_cast<std::int64_t>(f.shard) * f.replicate;
+  const std::int64_t dp = static_cast<std::int64_t>(dp_shard) * f.replicate;
   const std::int64_t per_step = job.train.micro_batch_size * dp;
   f.microbatches = per_step > 0 ? std::max<std::int64_t>(1, job.train.global_batch_size / per_step) : 1;
-  f.tokens = job.train.micro_batch_size * m.seq_length;
+  f.tokens = job.train.micro_batch_size * m.seq_length / f.cp;  // this CP rank's chunks
   AddParams(job, f.tp, f);
   AddBlockActivations(job, f);
   return f;

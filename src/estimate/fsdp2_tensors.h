@@ -38,14 +38,16 @@ struct Fsdp2Tensor {
 enum class Fsdp2Ac { kNone, kSelectiveOp, kSelectiveLayer, kFull };
 
 struct Fsdp2Facts {
-  int tp = 1, shard = 1, replicate = 1, layers = 0;
+  int tp = 1, cp = 1, layers = 0;
+  int shard = 1;                    // FSDP2 mesh: dp_shard * cp ranks share each parameter
+  int replicate = 1;                // HSDP replicas
   int selective_layer_every = 2;    // torchtitan selective_ac_option default "2"
   Fsdp2Ac ac = Fsdp2Ac::kNone;
   bool compile = false, float8 = false, reshard_after_forward = true;
   int param_bytes = 2;              // mp_policy.param_dtype (compute copy)
   int reduce_bytes = 4;             // mp_policy.reduce_dtype (gradient reduce-scatter)
   std::int64_t microbatches = 1;    // gradient-accumulation steps per optimizer step
-  std::int64_t tokens = 0;          // b * s of one micro-batch
+  std::int64_t tokens = 0;          // b * s / cp: one micro-batch's tokens on this rank
   std::int64_t vocab_local = 0;     // vocabulary columns of the logits on this rank
   // TP-local widths: hidden, q (heads * head dim), kv, heads, ffn; repeat_kv copies k/v to
   // the query heads when num_query_groups < num_attention_heads.
@@ -88,7 +90,7 @@ struct Fsdp2Facts {
 };
 
 // Sizes a torchtitan FSDP2 job. Errors: kUnsupported for what is not modelled (pipeline
-// or context parallelism, MoE, MLA, compile without activation checkpointing),
+// parallelism, MoE, MLA, compile without activation checkpointing),
 // kInvalidConfig for a shard degree that does not fit the world size.
 Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job);
 

@@ -6,6 +6,7 @@
 // reduce-scattered. torch.compile fuses the norm, RoPE and SiLU*mul (no fp32 or pointwise
 // intermediates). Which tensors survive the forward is the AC mode's choice.
 #include <algorithm>
+#include <utility>
 #include <string_view>
 
 #include "synth/fsdp2_generator.h"
@@ -92,8 +93,22 @@ alloc::HandleId Fsdp2Generator::BlockForward(int layer, HandleId x, bool recompu
     make("sdpa.v", 2 * n * kvs, true);
     release(xv);
   }
+  std::vector<HandleId> ring;
+  if (f_.cp > 1 && !(recompute && sac)) {
+    // Context parallel SDPA (torch distributed/tensor/experimental/_attention.py
+    // _templated_ring_attention, torchtitan's default "allgather" rotate method): k and v
+    // made contiguous, concatenated, all-gathered over CP once; the merger keeps the output
+    // in fp32 (convert_to_f32).
+    for (auto [name, bytes] : {std::pair{"fwd.ring_k", 2 * n * kvs}, std::pair{"fwd.ring_v", 2 * n * kvs},
+                               std::pair{"fwd.ring_kv_cat", 4 * n * kvs},
+                               std::pair{"fwd.ring_kv_all_gather", 4 * n * kvs * f_.cp},
+                               std::pair{"fwd.ring_out_fp32", 4 * n * q}}) {
+      ring.push_back(make(name, bytes, false));
+    }
+  }
   make("sdpa.out", 2 * n * q, true, true);
   make("sdpa.lse", 4 * n * f_.heads_local, true, true);
+  for (HandleId t : ring) release(t);
   HandleId wo = make("fwd.wo_out", 2 * n * h, false);
   if (tp) {
     HandleId scattered = make("fwd.wo_reduce_scatter", 2 * r * h, false);
@@ -232,12 +247,25 @@ alloc::HandleId Fsdp2Generator::BlockBackward(int layer, HandleId grad_out, std:
   HandleId dout = Alloc(2 * n * q, "bwd.wo_dgrad");
   wgrad(kWo);
   Free(g);
+  std::vector<HandleId> ring;
+  if (f_.cp > 1) {
+    // _templated_ring_attention_backward: fp32 accumulators for dq/dk/dv, k and v made
+    // contiguous, concatenated and all-gathered again, dk/dv exchanged by all-to-all in fp32.
+    for (auto [name, bytes] : {std::pair{"bwd.ring_dq_fp32", 4 * n * q}, std::pair{"bwd.ring_dkv_fp32", 8 * n * kvs},
+                               std::pair{"bwd.ring_kv", 4 * n * kvs}, std::pair{"bwd.ring_kv_cat", 4 * n * kvs},
+                               std::pair{"bwd.ring_kv_all_gather", 4 * n * kvs * f_.cp},
+                               std::pair{"bwd.ring_dkv_send", 8 * n * kvs},
+                               std::pair{"bwd.ring_dkv_recv", 8 * n * kvs}}) {
+      ring.push_back(Alloc(bytes, name));
+    }
+  }
   HandleId acc = Alloc(4 * n * q, "bwd.flash_dq_accum");
   HandleId dq = Alloc(2 * n * q, "bwd.flash_dq");
   HandleId dk = Alloc(2 * n * kvs, "bwd.flash_dk");
   HandleId dv = Alloc(2 * n * kvs, "bwd.flash_dv");
   Free(acc);
   Free(dout);
+  FreeAll(ring);
   for (const char* t : {"sdpa.q", "sdpa.k", "sdpa.v", "sdpa.out", "sdpa.lse"}) take(t);
   if (f_.repeat_kv) {
     HandleId k = Alloc(2 * n * kv, "bwd.repeat_kv_k");

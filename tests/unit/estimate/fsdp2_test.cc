@@ -109,6 +109,24 @@ TEST(Fsdp2Test, LossBackwardHoldsThreeFp32LogitsOrFourWithLossParallel) {
   EXPECT_EQ(Component(*e, "act.logits"), 4 * 4 * std::int64_t{4096} * 32768 / 2);
 }
 
+TEST(Fsdp2Test, ContextParallelSplitsTokensAndShardsOverDpShardTimesCp) {
+  // 4 GPUs: dp_shard 2 x cp 2. FSDP's mesh is dp_shard_cp (4 ranks); a rank holds seq / 2.
+  auto job = Fsdp2Job("full");
+  job.model.context_parallel_size = 2;
+  job.memtune.world_size = 4;
+  auto facts = MakeFsdp2Facts(job);
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->shard, 4);
+  EXPECT_EQ(facts->tokens, 16);
+  EXPECT_EQ(facts->microbatches, 1);  // global batch 2 = micro-batch 1 x dp_shard 2
+  // 64 rows / 4 = 16 rows of wq.
+  EXPECT_EQ(facts->block_params[1].ShardElements(facts->shard), 16 * 64);
+  job.model.seq_length = 30;  // not divisible by 2 * cp = 4 (load-balanced chunks)
+  auto bad = MakeFsdp2Facts(job);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "model.seq_length");
+}
+
 TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
   auto job = Fsdp2Job("none");
   job.memtune.fsdp2.compile = true;

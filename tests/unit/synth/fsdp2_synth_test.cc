@@ -71,6 +71,27 @@ TEST_P(Fsdp2SynthTest, TracePeakEqualsTheEstimatorsAndIterationsRepeat) {
 INSTANTIATE_TEST_SUITE_P(AcModes, Fsdp2SynthTest,
                          ::testing::Values("none", "selective_op", "selective_layer", "full"));
 
+TEST(Fsdp2SynthCpTest, RingAttentionBuffersAddToTheEstimatorsMoments) {
+  // Context parallelism: the trace adds ring attention's all-gathered k/v and fp32
+  // accumulators inside a block, which the estimator's moments leave out; never less.
+  model::Job job = Fsdp2Job("full");
+  job.model.context_parallel_size = 2;
+  job.memtune.world_size = 4;
+  Recorder rec = Record(job, 2);
+  EXPECT_TRUE(rec.errors.empty());
+  auto e = estimate::EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_GE(rec.peak_bytes, e->peak_allocated_bytes);
+  bool gathered = false;
+  for (const auto& ev : rec.events) {
+    if (ev.op == EventOp::kAlloc && std::string_view(ev.label.tensor) == "fwd.ring_kv_all_gather") {
+      EXPECT_EQ(ev.bytes, 2 * 4 * 16 * 64);  // cp x (k + v) x 2 bytes x 16 tokens x 64 (repeated)
+      gathered = true;
+    }
+  }
+  EXPECT_TRUE(gathered);
+}
+
 TEST(Fsdp2SynthStreamsTest, GathersAndGradientShardsLiveOnTheirStreams) {
   Recorder rec = Record(Fsdp2Job("full"), 1);
   int gathers = 0, shards = 0;
