@@ -5,6 +5,7 @@
 #include "fsdp2_tensors.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "memtune/model/parameters.h"
 
@@ -47,6 +48,17 @@ Status CheckModelled(const model::Job& job) {
   if (m.add_bias_linear) return llama_only("model.add_bias_linear", "true");
   if (m.add_qkv_bias) return llama_only("model.add_qkv_bias", "true");
   if (m.qk_layernorm) return llama_only("model.qk_layernorm", "true");
+  // torchtitan's TP plan splits heads, KV heads and the FFN across TP ranks evenly
+  // (Attention.forward views the local wq/wk/wv outputs as whole heads).
+  const std::int64_t tp = std::max(1, m.tensor_model_parallel_size);
+  for (auto [field, value] : {std::pair{"model.num_attention_heads", m.num_attention_heads},
+                              std::pair{"model.num_query_groups", model::EffectiveQueryGroups(m)},
+                              std::pair{"model.ffn_hidden_size", model::EffectiveFfnHiddenSize(m)}}) {
+    if (value % tp != 0) {
+      return InvalidConfig(field, std::to_string(value) + " is not divisible by tensor_model_parallel_size " +
+                                      std::to_string(tp) + " (torchtitan shards heads and the FFN evenly)");
+    }
+  }
   if (job.memtune.fsdp2.compile && job.memtune.fsdp2.activation_checkpoint == "none") {
     return Unsupported("memtune.fsdp2.compile",
                        "torch.compile without activation checkpointing saves what inductor's "
@@ -84,9 +96,11 @@ void AddParams(const model::Job& job, int tp, Fsdp2Facts& f) {
       {"feed_forward.w1.weight", ffn / tp, h}, {"feed_forward.w2.weight", h, ffn / tp},
       {"feed_forward.w3.weight", ffn / tp, h},
   };
-  f.root_params = {{"tok_embeddings.weight", vocab / tp, h}, {"norm.weight", h, 1}};
-  if (!m.share_embeddings_and_output_weights) f.root_params.push_back({"output.weight", vocab / tp, h});
-  f.vocab_local = vocab / tp;
+  // DTensor shards an uneven vocabulary in ceil-sized pieces: the first ranks hold the most.
+  const std::int64_t vocab_local = (vocab + tp - 1) / tp;
+  f.root_params = {{"tok_embeddings.weight", vocab_local, h}, {"norm.weight", h, 1}};
+  if (!m.share_embeddings_and_output_weights) f.root_params.push_back({"output.weight", vocab_local, h});
+  f.vocab_local = vocab_local;
 }
 
 // Saved tensors of one block without activation checkpointing, in forward order. r = rows

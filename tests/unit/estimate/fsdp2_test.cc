@@ -140,6 +140,13 @@ TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
   ASSERT_FALSE(e);
   EXPECT_EQ(e.error().field, "model.num_moe_experts");
   job = Fsdp2Job("full");
+  job.model.tensor_model_parallel_size = 4;  // 2 KV heads cannot split over 4 TP ranks
+  job.memtune.world_size = 8;
+  e = EstimateMemory(job);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(e.error().field, "model.num_query_groups");
+  job = Fsdp2Job("full");
   job.model.add_bias_linear = true;  // not torchtitan's Llama
   e = EstimateMemory(job);
   ASSERT_FALSE(e);
