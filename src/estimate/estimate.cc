@@ -1,11 +1,14 @@
 // EstimateMemory: dispatch on the mode; mode names.
 #include "memtune/estimate/estimate.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "accurate.h"
 #include "memtune/estimate/compat.h"
 #include "memtune/model/checks.h"
+#include "memtune/model/parameters.h"
 
 namespace memtune::estimate {
 
@@ -42,10 +45,36 @@ std::optional<Error> RefuseInconsistentJob(const model::Job& job) {
   return InvalidConfig(std::move(field), std::move(message), first.fix);
 }
 
+// memtune counts bytes in int64. A generous upper bound of a rank's bytes, in double,
+// keeps every sum below 2^61 (2.3 EB, a million times any GPU): beyond it the job is
+// refused rather than estimated with a wrapped-around number.
+std::optional<Error> RefuseOversizedJob(const model::Job& job) {
+  const auto& m = job.model;
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.num_attention_heads) * static_cast<double>(model::EffectiveKvChannels(m));
+  const double ffn = static_cast<double>(model::EffectiveFfnHiddenSize(m)) *
+                     static_cast<double>(std::max<std::int64_t>(1, m.num_moe_experts.value_or(1)));
+  const double vocab = static_cast<double>(model::PaddedVocabSize(job));
+  const double layers = static_cast<double>(m.num_layers) + 2;
+  const double params = layers * (h * (3 * q + 2 * h) + 3 * h * ffn) + 2 * vocab * h;
+  const double tokens = static_cast<double>(job.train.micro_batch_size) * static_cast<double>(m.seq_length);
+  const double width = 16 * h + 8 * q + 16 * ffn * static_cast<double>(std::max<std::int64_t>(1, m.moe_router_topk)) +
+                       12 * vocab;
+  // A rank holds at most a few layers' worth of in-flight micro-batches per layer of the
+  // model (1F1B: L/PP layers x PP micro-batches; interleaved: under 3L).
+  const double bound = 24 * params + 4 * tokens * width * layers;
+  if (bound < 2305843009213693952.0) return std::nullopt;  // 2^61
+  return InvalidConfig("train.micro_batch_size",
+                       "the job's sizes (micro_batch_size x seq_length x widths x layers) put a rank's memory "
+                       "beyond 2^61 bytes (2.3 EB); memtune refuses sizes this far beyond any GPU",
+                       "check model sizes, seq_length and micro_batch_size");
+}
+
 }  // namespace
 
 Result<Estimate> EstimateMemory(const model::Job& job, const EstimateOptions& options) {
   if (auto refusal = RefuseInconsistentJob(job)) return *refusal;
+  if (auto refusal = RefuseOversizedJob(job)) return *refusal;
   if (options.mode == Mode::kAccurate) return internal::EstimateAccurate(job, options);
   MEMTUNE_TRY(auto estimate, options.mode == Mode::kBridge ? EstimateBridge(job, options)
                                                             : EstimateMegatronLm(job, options));

@@ -34,6 +34,27 @@ TEST(RefuseTest, GlobalBatchNotDivisibleIsRefused) {
   EXPECT_NE(e.error().message.find("[layout.global-batch]"), std::string::npos) << e.error().message;
 }
 
+TEST(RefuseTest, SizesBeyondInt64ArithmeticAreRefusedNotWrapped) {
+  // 1e5 sequences of 1e8 tokens: the activation bytes would pass 2^63 and wrap around.
+  model::Job job = Llama70BJob();
+  job.train.micro_batch_size = 100000;
+  job.train.global_batch_size = 800000;  // 4 micro-batches per DP rank (VPP needs PP of them)
+  job.model.seq_length = 100000000;
+  for (Mode mode : {Mode::kAccurate, Mode::kMegatronLm, Mode::kBridge}) {
+    EstimateOptions options;
+    options.mode = mode;
+    auto e = EstimateMemory(job, options);
+    ASSERT_FALSE(e) << ModeName(mode);
+    EXPECT_EQ(e.error().code, ErrorCode::kInvalidConfig);
+    EXPECT_EQ(e.error().field, "train.micro_batch_size");
+  }
+  // The largest sizes a real job uses stay well inside: a million-token sequence.
+  job.train.micro_batch_size = 1;
+  job.train.global_batch_size = 32;
+  job.model.seq_length = 1 << 20;
+  EXPECT_TRUE(EstimateMemory(job)) << "a 1M-token sequence must still be estimated";
+}
+
 TEST(RefuseTest, NonStructuralErrorsDoNotBlockTheEstimate) {
   // CUDA graphs + expandable segments without NCCL_GRAPH_REGISTER=0 is an upstream error
   // that does not change the arithmetic: the estimate still runs; `check` reports it.
