@@ -9,50 +9,22 @@
 namespace memtune::alloc {
 namespace {
 
-// Index of the first of groups[lo, hi) whose size is >= size (hi if none). Branch-free
-// halving: a fixed trip count for a given range.
-template <typename Group>
-std::size_t SizeLowerBound(const std::vector<Group>& groups, std::int64_t size, std::size_t lo,
-                           std::size_t hi) {
-  std::size_t n = hi - lo;
-  if (n == 0) return lo;
-  const Group* base = groups.data() + lo;
-  while (n > 1) {
-    const std::size_t half = n / 2;
-    base = base[half - 1].size < size ? base + half : base;
-    n -= half;
-  }
-  return static_cast<std::size_t>(base - groups.data()) + (base->size < size ? 1 : 0);
-}
-
-template <typename Group>
-std::size_t SizeLowerBound(const std::vector<Group>& groups, std::int64_t size) {
-  return SizeLowerBound(groups, size, 0, groups.size());
-}
-
-// Index of the first member of a group (descending addresses) whose address is <= ptr.
+// Index of the first member of a group (descending addresses) whose address is <= ptr
+// (m.size() if none). Branch-free halving, like SizeLowerBound.
 template <typename Members>
 std::size_t FirstAtOrBelow(const Members& m, std::uint64_t ptr) {
-  std::size_t lo = 0, n = m.size();
-  while (n > 0) {
+  std::size_t n = m.size();
+  if (n == 0) return 0;
+  const auto* base = m.data();
+  while (n > 1) {
     const std::size_t half = n / 2;
-    if (m[lo + half].ptr > ptr) {
-      lo += half + 1;
-      n -= half + 1;
-    } else {
-      n = half;
-    }
+    base = base[half - 1].ptr > ptr ? base + half : base;
+    n -= half;
   }
-  return lo;
+  return static_cast<std::size_t>(base - m.data()) + (base->ptr > ptr ? 1 : 0);
 }
 
 }  // namespace
-
-std::uint32_t FreeBlockSet::StreamLowerBound(StreamId stream) const {
-  std::uint32_t i = 0;  // few streams: a linear scan
-  while (i < streams_.size() && streams_[i].stream < stream) ++i;
-  return i;
-}
 
 FreeBlockSet::Pos FreeBlockSet::Prev(Pos p) const {
   if (p.rank > 0) return Pos{p.stream, p.group, p.rank - 1};
@@ -65,25 +37,18 @@ FreeBlockSet::Pos FreeBlockSet::Prev(Pos p) const {
   return Pos{p.stream, p.group, static_cast<std::uint32_t>(n - 1)};
 }
 
-FreeBlockSet::Pos FreeBlockSet::LowerBound(StreamId stream, std::int64_t size) const {
-  const std::uint32_t si = StreamLowerBound(stream);
-  if (si == streams_.size() || streams_[si].stream != stream) return Pos{si, 0, 0};
-  const auto g = static_cast<std::uint32_t>(SizeLowerBound(streams_[si].groups, size));
-  if (g == streams_[si].groups.size()) return Pos{si + 1, 0, 0};
-  return Pos{si, g, 0};
-}
-
 FreeBlockSet::Slot FreeBlockSet::FindSlot(StreamId stream, std::int64_t size) const {
   const std::uint32_t si = StreamLowerBound(stream);
   if (si == streams_.size() || streams_[si].stream != stream) return kNoSlot;
   const std::vector<Group>& groups = streams_[si].groups;
-  const std::size_t g = SizeLowerBound(groups, size);
+  const std::size_t g = SizeLowerBound(groups, size, 0, groups.size());
   return g < groups.size() && groups[g].size == size ? groups[g].slot : kNoSlot;
 }
 
 std::size_t FreeBlockSet::MemberIndex(Slot slot, std::uint64_t ptr, BlockId id) const {
   const Members& m = members_[slot];
-  const std::size_t i = m.size() == 1 ? 0 : FirstAtOrBelow(m, ptr);
+  const std::size_t last = m.size() - 1;  // the lowest address: best fit's usual pick
+  const std::size_t i = m[last].ptr == ptr ? last : FirstAtOrBelow(m, ptr);
   return i < m.size() && m[i].ptr == ptr && m[i].id == id ? i : m.size();
 }
 
@@ -101,11 +66,17 @@ FreeBlockSet::Slot FreeBlockSet::Insert(StreamId stream, std::int64_t size, std:
   while (si < streams_.size() && streams_[si].stream < stream) ++si;  // few streams
   if (si == streams_.size() || streams_[si].stream != stream) AddStream(si, stream);
   std::vector<Group>& groups = streams_[si].groups;
-  const std::size_t g = SizeLowerBound(groups, size);
+  const std::size_t g = SizeLowerBound(groups, size, 0, groups.size());
   if (g < groups.size() && groups[g].size == size) {
     InsertMember(groups[g].slot, ptr, id);
     return groups[g].slot;
   }
+  return NewGroup(si, g, size, ptr, id);
+}
+
+FreeBlockSet::Slot FreeBlockSet::NewGroup(std::uint32_t si, std::size_t g, std::int64_t size,
+                                          std::uint64_t ptr, BlockId id) {
+  std::vector<Group>& groups = streams_[si].groups;
   Slot slot;
   if (!spare_slots_.empty()) {
     slot = spare_slots_.back();
@@ -140,16 +111,28 @@ FreeBlockSet::Slot FreeBlockSet::Replace(Slot slot, std::uint64_t old_ptr, Block
                                          std::int64_t size, std::uint64_t ptr, BlockId id) {
   Members& m = members_[slot];
   const Where w = where_[slot];
-  if (m.size() != 1) {  // the group stays: an ordinary erase and insert
-    const StreamId stream = streams_[w.stream].stream;
-    Erase(slot, old_ptr, old_id);
-    return Insert(stream, size, ptr, id);
+  std::vector<Group>& groups = streams_[w.stream].groups;
+  std::size_t k = w.group;
+  if (m.size() != 1) {  // the group stays: erase the old key, insert the new one nearby
+    const std::size_t i = MemberIndex(slot, old_ptr, old_id);
+    MEMTUNE_CHECK(i < m.size(), "free block missing from its pool set");
+    m.erase(m.begin() + static_cast<std::ptrdiff_t>(i));
+    const std::int64_t old_size = groups[k].size;
+    if (size == old_size) {
+      InsertMember(slot, ptr, id);
+      return slot;
+    }
+    const std::size_t at = size < old_size ? SizeLowerBound(groups, size, 0, k)
+                                           : SizeLowerBound(groups, size, k + 1, groups.size());
+    if (at < groups.size() && groups[at].size == size) {
+      InsertMember(groups[at].slot, ptr, id);
+      return groups[at].slot;
+    }
+    return NewGroup(w.stream, at, size, ptr, id);
   }
   MEMTUNE_CHECK(m[0].ptr == old_ptr && m[0].id == old_id, "free block missing from its pool set");
   // The old key is its group's only member: move the group to the new size's place,
   // shifting only the groups in between, or join the group of that size.
-  std::vector<Group>& groups = streams_[w.stream].groups;
-  std::size_t k = w.group;
   if (size < groups[k].size) {
     const std::size_t at = SizeLowerBound(groups, size, 0, k);
     if (groups[at].size == size) return JoinGroup(slot, at, ptr, id);

@@ -15,9 +15,14 @@ Simulator::Impl::Impl(SimulatorOptions options)
   if (options_.memory_fraction) SetMemoryFraction(*options_.memory_fraction);
 }
 
-BlockId& Simulator::Impl::HandleSlot(HandleId handle) {
-  if (handle >= handles_.size()) handles_.resize(static_cast<std::size_t>(handle) + 1, kNoBlock);
-  return handles_[handle];
+// The public entry points of the hot path live here, with their Impl bodies inlined.
+AllocResult Simulator::Alloc(HandleId handle, std::int64_t size_bytes, StreamId stream) {
+  return impl_->Alloc(handle, size_bytes, stream);
+}
+FreeStatus Simulator::Free(HandleId handle) { return impl_->Free(handle); }
+
+void Simulator::Impl::GrowHandles(HandleId handle) {
+  handles_.resize(static_cast<std::size_t>(handle) + 1, kNoBlock);
 }
 
 void Simulator::Impl::SetMemoryFraction(double fraction) {
@@ -32,7 +37,8 @@ void Simulator::Impl::SetMemoryFraction(double fraction) {
 }
 
 AllocResult Simulator::Impl::Alloc(HandleId handle, std::int64_t size_bytes, StreamId stream) {
-  BlockId& slot = HandleSlot(handle);
+  if (handle >= handles_.size()) [[unlikely]] GrowHandles(handle);
+  BlockId& slot = handles_[handle];
   if (slot != kNoBlock) {
     const bool pending = slot >= 0 && arena_[slot].state == BlockState::kPendingFree;
     if (!pending) return AllocResult{AllocStatus::kHandleInUse, 0, 0};
@@ -46,7 +52,7 @@ AllocResult Simulator::Impl::Alloc(HandleId handle, std::int64_t size_bytes, Str
   if (!Malloc(size_bytes, stream, p)) return AllocResult{AllocStatus::kOutOfMemory, 0, 0};
   Block& b = arena_[p.block];
   b.owner = handle;
-  handles_[handle] = p.block;  // Malloc may have grown the table
+  slot = p.block;
   return AllocResult{AllocStatus::kOk, b.ptr, b.size};
 }
 
@@ -152,11 +158,10 @@ BlockId Simulator::Impl::AllocFoundBlock(const AllocParams& p, std::int64_t orig
     } else {
       InsertFree(id);
     }
-    if (!expandable) {
-      const StatEvent e =
-          already_split ? StatEvent{StatEventKind::kInactiveSplit, p.pool, false, -p.size, 0, 0}
-                        : StatEvent{StatEventKind::kInactiveSplit, p.pool, false, rest.size, 0, 1};
-      ledger_.Apply(e);
+    if (!expandable && already_split) {
+      ledger_.Apply({StatEventKind::kInactiveSplit, p.pool, false, -p.size, 0, 0});
+    } else if (!expandable) {
+      ledger_.Apply({StatEventKind::kInactiveSplit, p.pool, false, rest.size, 0, 1});
     }
     id = head;
   } else {
@@ -224,6 +229,7 @@ void Simulator::Impl::FreeBlock(BlockId id) {
   std::int64_t net_blocks = 0, net_bytes = 0;
   MergedEntry reuse;
   for (BlockId n : {b.prev, b.next}) {
+    if (n == kNoBlock || arena_[n].state != BlockState::kFree) continue;  // TryMerge's own test
     const std::int64_t subsumed = TryMerge(id, n, &reuse);
     if (subsumed > 0) {
       net_blocks -= 1;
@@ -244,30 +250,6 @@ void Simulator::Impl::FreeBlock(BlockId id) {
   if (!expandable)
     ledger_.Apply({StatEventKind::kInactiveSplit, pk, false, net_bytes, 0, net_blocks});
   ledger_.Apply({StatEventKind::kBlockFreeCompleted, pk, false, original_size, requested});
-}
-
-std::int64_t Simulator::Impl::TryMerge(BlockId dst, BlockId src, MergedEntry* reuse) {
-  if (src == kNoBlock) return 0;
-  Block& s = arena_[src];
-  Block& d = arena_[dst];
-  if (s.state != BlockState::kFree || s.mapped != d.mapped) return 0;
-  if (reuse != nullptr && reuse->id == kNoBlock && s.mapped) {
-    *reuse = MergedEntry{s.free_slot, s.ptr, src};  // the caller replaces it (same set)
-  } else {
-    EraseFree(src);
-  }
-  if (d.prev == src) {  // [src dst]
-    d.ptr = s.ptr;
-    d.prev = s.prev;
-    if (d.prev != kNoBlock) arena_[d.prev].next = dst;
-  } else {  // [dst src]
-    d.next = s.next;
-    if (d.next != kNoBlock) arena_[d.next].prev = dst;
-  }
-  const std::int64_t subsumed = s.size;
-  d.size += subsumed;
-  arena_.Delete(src);
-  return subsumed;
 }
 
 void Simulator::Impl::InsertFree(BlockId id) {

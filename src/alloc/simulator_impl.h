@@ -63,22 +63,28 @@ class Simulator::Impl {
   explicit Impl(SimulatorOptions options);
 
   // --- front ends (simulator.cc) ---
-  AllocResult Alloc(HandleId handle, std::int64_t size_bytes, StreamId stream);
-  FreeStatus Free(HandleId handle);
+  // Alloc and Free are inlined into Simulator::Alloc / Simulator::Free (simulator.cc).
+  [[gnu::always_inline]] inline AllocResult Alloc(HandleId handle, std::int64_t size_bytes,
+                                                  StreamId stream);
+  [[gnu::always_inline]] inline FreeStatus Free(HandleId handle);
   FreeStatus FreeCompleted(HandleId handle);
   FreeStatus RecordStream(HandleId handle, StreamId stream);
   void SetMemoryFraction(double fraction);
 
   // --- allocation path (simulator.cc) ---
-  bool Malloc(std::int64_t orig, StreamId stream, AllocParams& p);
-  bool GetFreeBlock(AllocParams& p);
+  // Malloc, GetFreeBlock and AllocFoundBlock form the per-event hot path (one caller each):
+  // inlined into Alloc.
+  [[gnu::always_inline]] inline bool Malloc(std::int64_t orig, StreamId stream, AllocParams& p);
+  [[gnu::always_inline]] inline bool GetFreeBlock(AllocParams& p);
   bool AllocBlock(AllocParams& p, bool is_retry);
-  BlockId AllocFoundBlock(const AllocParams& p, std::int64_t orig, bool split);
+  [[gnu::always_inline]] inline BlockId AllocFoundBlock(const AllocParams& p, std::int64_t orig,
+                                                        bool split);
   void FreeBlock(BlockId id);
   // Merges free neighbour `src` into `dst`; returns the bytes subsumed (0 = no merge). With
   // `reuse` (FreeBlock), the first merged neighbour's free-set entry is left in place and
   // described there instead of erased.
-  std::int64_t TryMerge(BlockId dst, BlockId src, MergedEntry* reuse = nullptr);
+  [[gnu::always_inline]] inline std::int64_t TryMerge(BlockId dst, BlockId src,
+                                                      MergedEntry* reuse = nullptr);
   void InsertFree(BlockId id);  // insert_into_blocks(): also resets gc_count_base
   void EraseFree(BlockId id);
 
@@ -121,7 +127,7 @@ class Simulator::Impl {
             PoolKind pool) {
     if (observer_) observer_(AllocatorEvent{kind, address, size, stream, pool});
   }
-  BlockId& HandleSlot(HandleId handle);
+  [[gnu::noinline]] void GrowHandles(HandleId handle);  // handles_ covers `handle`
 
   SimulatorOptions options_;
   VersionRules rules_;
@@ -139,5 +145,30 @@ class Simulator::Impl {
   AllocatorObserver observer_;
   AddressOracle oracle_;
 };
+
+// PyTorch try_merge_blocks(). Defined here so free_block() and the expandable paths inline it.
+inline std::int64_t Simulator::Impl::TryMerge(BlockId dst, BlockId src, MergedEntry* reuse) {
+  if (src == kNoBlock) return 0;
+  Block& s = arena_[src];
+  Block& d = arena_[dst];
+  if (s.state != BlockState::kFree || s.mapped != d.mapped) return 0;
+  if (reuse != nullptr && reuse->id == kNoBlock && s.mapped) {
+    *reuse = MergedEntry{s.free_slot, s.ptr, src};  // the caller replaces it (same set)
+  } else {
+    EraseFree(src);
+  }
+  if (d.prev == src) {  // [src dst]
+    d.ptr = s.ptr;
+    d.prev = s.prev;
+    if (d.prev != kNoBlock) arena_[d.prev].next = dst;
+  } else {  // [dst src]
+    d.next = s.next;
+    if (d.next != kNoBlock) arena_[d.next].prev = dst;
+  }
+  const std::int64_t subsumed = s.size;
+  d.size += subsumed;
+  arena_.Delete(src);
+  return subsumed;
+}
 
 }  // namespace memtune::alloc

@@ -143,10 +143,6 @@ Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
 Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 
-AllocResult Simulator::Alloc(HandleId handle, std::int64_t size_bytes, StreamId stream) {
-  return impl_->Alloc(handle, size_bytes, stream);
-}
-FreeStatus Simulator::Free(HandleId handle) { return impl_->Free(handle); }
 FreeStatus Simulator::FreeCompleted(HandleId handle) { return impl_->FreeCompleted(handle); }
 FreeStatus Simulator::RecordStream(HandleId handle, StreamId stream) {
   return impl_->RecordStream(handle, stream);

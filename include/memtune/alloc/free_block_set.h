@@ -79,7 +79,14 @@ class FreeBlockSet {
   Pos Prev(Pos p) const;
 
   // First key >= (stream, size, ptr 0), or End.
-  Pos LowerBound(StreamId stream, std::int64_t size) const;
+  Pos LowerBound(StreamId stream, std::int64_t size) const {
+    const std::uint32_t si = StreamLowerBound(stream);
+    if (si == streams_.size() || streams_[si].stream != stream) return Pos{si, 0, 0};
+    const std::vector<Group>& groups = streams_[si].groups;
+    const auto g = static_cast<std::uint32_t>(SizeLowerBound(groups, size, 0, groups.size()));
+    if (g == groups.size()) return Pos{si + 1, 0, 0};
+    return Pos{si, g, 0};
+  }
   // Inserts a key that is not present; returns its slot (for Erase).
   Slot Insert(StreamId stream, std::int64_t size, std::uint64_t ptr, BlockId id);
   Slot Insert(const FreeKey& key) { return Insert(key.stream(), key.size(), key.ptr, key.id); }
@@ -135,12 +142,34 @@ class FreeBlockSet {
     const Members& m = members_[streams_[p.stream].groups[p.group].slot];
     return m[m.size() - 1 - p.rank];
   }
-  std::uint32_t StreamLowerBound(StreamId stream) const;
+  std::uint32_t StreamLowerBound(StreamId stream) const {
+    std::uint32_t i = 0;  // few streams: a linear scan
+    while (i < streams_.size() && streams_[i].stream < stream) ++i;
+    return i;
+  }
+  // Index of the first of groups[lo, hi) whose size is >= size (hi if none). Branch-free
+  // halving: a fixed trip count for a given range.
+  static std::size_t SizeLowerBound(const std::vector<Group>& groups, std::int64_t size,
+                                    std::size_t lo, std::size_t hi) {
+    std::size_t n = hi - lo;
+    if (n == 0) return lo;
+    const Group* base = groups.data() + lo;
+    while (n > 1) {
+      const std::size_t half = n / 2;
+      base = base[half - 1].size < size ? base + half : base;
+      n -= half;
+    }
+    return static_cast<std::size_t>(base - groups.data()) + (base->size < size ? 1 : 0);
+  }
   // The slot of the group (stream, size), or kNoSlot.
   Slot FindSlot(StreamId stream, std::int64_t size) const;
-  std::size_t MemberIndex(Slot slot, std::uint64_t ptr, BlockId id) const;  // size() if absent
+  // The index of (ptr, id) in group `slot`, or its size() if absent.
+  [[gnu::always_inline]] inline std::size_t MemberIndex(Slot slot, std::uint64_t ptr,
+                                                        BlockId id) const;
   void EraseMember(Slot slot, std::size_t index);
-  void InsertMember(Slot slot, std::uint64_t ptr, BlockId id);
+  [[gnu::always_inline]] inline void InsertMember(Slot slot, std::uint64_t ptr, BlockId id);
+  // Opens group `g` of stream `si` for `size` with one key; returns its slot.
+  Slot NewGroup(std::uint32_t si, std::size_t g, std::int64_t size, std::uint64_t ptr, BlockId id);
   Slot JoinGroup(Slot slot, std::size_t target_group, std::uint64_t ptr, BlockId id);
   void AddStream(std::uint32_t index, StreamId stream);
   void RemoveGroup(Slot slot);

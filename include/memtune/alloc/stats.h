@@ -91,7 +91,7 @@ class StatsLedger {
   void ResetPeaks();
 
   void Apply(const StatEvent& e) {
-    const int pool = e.pool == PoolKind::kSmall ? 1 : 2;
+    const int pool = 1 + static_cast<int>(e.pool);  // kSmall = 0 -> 1, kLarge = 1 -> 2
     auto up = [&](StatArray& a, std::int64_t n) {
       a[0].Increase(n);
       a[pool].Increase(n);
