@@ -3,7 +3,9 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "memtune/alloc/config.h"
 #include "memtune/model/examples.h"
@@ -52,5 +54,35 @@ void BM_SynthGenerateSeedCase(benchmark::State& state) {
   state.counters["events"] = static_cast<double>(events);
 }
 BENCHMARK(BM_SynthGenerateSeedCase)->Unit(benchmark::kMillisecond);
+
+// FSDP2: torchtitan Llama 3.1 8B on 8 GPUs (tests/golden/estimate/llama3-8b-fsdp2.yaml),
+// start-up + two iterations through a native-mode simulator on 96 GB.
+void BM_SynthSimulateFsdp2(benchmark::State& state) {
+  std::ifstream in(std::string(MEMTUNE_SOURCE_DIR) + "/tests/golden/estimate/llama3-8b-fsdp2.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = memtune::model::ParseJobText(text.str());
+  if (!doc) {
+    std::cerr << "fsdp2 job: " << doc.error().Describe() << "\n";
+    std::abort();
+  }
+  auto config = memtune::alloc::ParseAllocatorConfig("");
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    auto synth = memtune::synth::TraceSynthesizer::Create(doc->job);
+    const auto run = memtune::synth::SimulateRank(*synth, 0, *config, 103079215104, 536870912);
+    benchmark::DoNotOptimize(run.peak_reserved_bytes);
+    struct Count : memtune::synth::EventSink {
+      std::int64_t n = 0;
+      bool OnEvent(const memtune::synth::SynthEvent&) override { ++n; return true; }
+    } count;
+    if (events == 0) {
+      synth->Synthesize(0, count);
+      events = count.n;
+    }
+  }
+  state.counters["events"] = static_cast<double>(events);
+}
+BENCHMARK(BM_SynthSimulateFsdp2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
