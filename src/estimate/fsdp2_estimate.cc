@@ -91,19 +91,28 @@ Parts LossBackward(const Fsdp2Facts& f, bool explain) {
   return parts;
 }
 
-Parts LastBlockBackward(const Fsdp2Facts& f, bool explain) {
+// What every moment inside the block backward holds: model state, the root gathered until
+// its post-backward, the output and final-norm weight gradients waiting for the root's
+// reduce-scatter, and the batch's token ids and labels.
+Parts BackwardBase(const Fsdp2Facts& f, bool explain) {
   Parts parts;
   AddState(f, explain, parts);
+  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(), ComponentKind::kTransient,
+      "root group all-gathered until the root's post-backward", explain);
+  Add(parts, "grads.root_unsharded", f.param_bytes * HeadElements(f), ComponentKind::kTransient,
+      "output and final-norm weight gradients, reduce-scattered with the root at the end of backward", explain);
+  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels", explain);
+  return parts;
+}
+
+Parts LastBlockBackward(const Fsdp2Facts& f, bool explain) {
+  Parts parts = BackwardBase(f, explain);
   if (f.microbatches > 1) {
     Add(parts, "grads", GradBytes(f), ComponentKind::kGradients, "fp32 gradient shards", explain);
   }
   const int last = f.layers - 1;
-  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(), ComponentKind::kTransient,
-      "root group all-gathered until the root's post-backward", explain);
   Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements() * std::min(2, f.layers),
       ComponentKind::kTransient, "the block in backward and the one prefetched (backward_prefetch 1)", explain);
-  Add(parts, "grads.root_unsharded", f.param_bytes * HeadElements(f), ComponentKind::kTransient,
-      "output and final-norm weight gradients, reduce-scattered with the root at the end of backward", explain);
   Add(parts, "act.blocks", SavedBlocks(f, last), ComponentKind::kActivations,
       "saved tensors of the blocks whose backward is still to come", explain);
   const std::int64_t own = f.Checkpointed(last) || f.ac == Fsdp2Ac::kSelectiveOp
@@ -113,7 +122,6 @@ Parts LastBlockBackward(const Fsdp2Facts& f, bool explain) {
       "the last block's tensors for backward (recomputed under a checkpoint)", explain);
   Add(parts, "tmp.backward", f.BlockBackwardBytes(), ComponentKind::kTransient,
       "MLP input gradients and the block's unsharded weight gradients", explain);
-  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels", explain);
   return parts;
 }
 
@@ -121,13 +129,10 @@ Parts LastBlockBackward(const Fsdp2Facts& f, bool explain) {
 // block 0's unsharded parameters and bf16 gradients, its fp32 reduce-scatter input and the
 // previous block's, still held (FSDP2 frees it at the next reduce-scatter).
 Parts LastReduceScatter(const Fsdp2Facts& f, bool explain) {
-  Parts parts;
-  AddState(f, explain, parts);
+  Parts parts = BackwardBase(f, explain);
   const std::int64_t block_grad = 4 * f.BlockShardElements();
   Add(parts, "grads", block_grad * (f.microbatches > 1 ? f.layers : f.layers - 1), ComponentKind::kGradients,
       "fp32 gradient shards of the blocks already reduce-scattered", explain);
-  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(), ComponentKind::kTransient,
-      "root group all-gathered until the root's post-backward", explain);
   Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements(), ComponentKind::kTransient,
       "block 0 all-gathered", explain);
   std::int64_t unpadded = 0;
@@ -137,11 +142,8 @@ Parts LastReduceScatter(const Fsdp2Facts& f, bool explain) {
   Add(parts, "fsdp.reduce_scatter_inputs",
       f.reduce_bytes * f.BlockUnshardedElements() * std::min(2, f.layers), ComponentKind::kTransient,
       "reduce-scatter inputs (reduce_dtype) of block 0 and of block 1, held until the next one", explain);
-  Add(parts, "grads.root_unsharded", f.param_bytes * HeadElements(f), ComponentKind::kTransient,
-      "output and final-norm weight gradients, reduce-scattered with the root at the end", explain);
   Add(parts, "tmp.backward", 2 * f.tokens / f.tp * f.hidden, ComponentKind::kTransient,
       "the gradient of block 0's input", explain);
-  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels", explain);
   return parts;
 }
 

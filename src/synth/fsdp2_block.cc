@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <utility>
 #include <string_view>
+#include <tuple>
 
 #include "synth/fsdp2_generator.h"
 
@@ -285,21 +286,22 @@ alloc::HandleId Fsdp2Generator::BlockBackward(int layer, HandleId grad_out, std:
       take(name);
     }
   }
-  HandleId dxq = Alloc(2 * n * h, "bwd.wq_dgrad");
-  wgrad(kWq);
-  Free(dq);
-  HandleId dxk = Alloc(2 * n * h, "bwd.wk_dgrad");
-  wgrad(kWk);
-  Free(dk);
-  HandleId sum = Alloc(2 * n * h, "bwd.qkv_dgrad");
-  Free(dxq);
-  Free(dxk);
-  HandleId dxv = Alloc(2 * n * h, "bwd.wv_dgrad");
-  wgrad(kWv);
-  Free(dv);
-  HandleId total = Alloc(2 * n * h, "bwd.qkv_dgrad");
-  Free(sum);
-  Free(dxv);
+  // wq/wk/wv dgrads, summed as they come (autograd accumulates the input gradient).
+  HandleId total = kNone;
+  for (auto [grad, param, name] : {std::tuple{&dq, kWq, "bwd.wq_dgrad"}, std::tuple{&dk, kWk, "bwd.wk_dgrad"},
+                                   std::tuple{&dv, kWv, "bwd.wv_dgrad"}}) {
+    HandleId dx = Alloc(2 * n * h, name);
+    wgrad(param);
+    Free(*grad);
+    if (total == kNone) {
+      total = dx;
+      continue;
+    }
+    HandleId sum = Alloc(2 * n * h, "bwd.qkv_dgrad");
+    Free(total);
+    Free(dx);
+    total = sum;
+  }
   take("attn.gemm_input");
   scatter(total);
   HandleId dn1 = NormBackward(fused);

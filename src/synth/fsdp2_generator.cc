@@ -18,7 +18,7 @@ using est_f = estimate::internal::Fsdp2Facts;
 using estimate::internal::Fsdp2Ac;
 
 Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, EventSink& sink)
-    : f_(facts), iterations_(iterations), sink_(sink) {
+    : f_(facts), iterations_(iterations), emit_(sink), label_(emit_.label()) {
   shards_.resize(f_.layers + 1);
   unsharded_.resize(f_.layers + 1);
   gathered_.assign(f_.layers + 1, false);
@@ -26,36 +26,11 @@ Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, EventSink& si
 }
 
 alloc::HandleId Fsdp2Generator::Alloc(std::int64_t bytes, const char* tensor, alloc::StreamId stream) {
-  if (bytes <= 0 || stopped_) return kNone;
-  HandleId h;
-  if (!free_handles_.empty()) {
-    h = free_handles_.back();
-    free_handles_.pop_back();
-  } else {
-    h = static_cast<HandleId>(handle_bytes_.size());
-    handle_bytes_.push_back(0);
-    handle_names_.push_back("");
-  }
-  handle_bytes_[h] = bytes;
-  handle_names_[h] = tensor;
-  label_.tensor = tensor;
-  ++events_;
-  SynthEvent e{EventOp::kAlloc, h, bytes, label_};
-  e.stream = stream;
-  if (!sink_.OnEvent(e)) stopped_ = true;
-  return h;
+  return emit_.Alloc(bytes, tensor, stream);
 }
 
 void Fsdp2Generator::Free(HandleId& h) {
-  if (h == kNone) return;
-  if (!stopped_) {
-    ++events_;
-    EventLabel label = label_;
-    label.tensor = handle_names_[h];
-    if (!sink_.OnEvent(SynthEvent{EventOp::kFree, h, handle_bytes_[h], label})) stopped_ = true;
-  }
-  handle_bytes_[h] = 0;
-  free_handles_.push_back(h);
+  emit_.Free(h);
   h = kNone;
 }
 
@@ -141,7 +116,7 @@ void Fsdp2Generator::Forward(int microbatch) {
   } else {
     x = Alloc(2 * n * h, "act.block_input");
   }
-  for (int l = 0; l < f_.layers && !stopped_; ++l) {
+  for (int l = 0; l < f_.layers && !emit_.stopped(); ++l) {
     label_.layer = l;
     Unshard(l);
     std::vector<Named> kept;
@@ -232,7 +207,7 @@ void Fsdp2Generator::Backward(int microbatch) {
   label_ = EventLabel{Phase::kBackward, label_.iteration, -1, microbatch, -1, ""};
   HandleId grad = LossBackward();
   const bool accumulate = microbatch > 0;
-  for (int l = f_.layers - 1; l >= 0 && !stopped_; --l) {
+  for (int l = f_.layers - 1; l >= 0 && !emit_.stopped(); --l) {
     label_.layer = l;
     label_.phase = Phase::kBackward;
     Unshard(l);
@@ -287,7 +262,7 @@ void Fsdp2Generator::OptimizerStep(int iteration) {
 
 TraceSummary Fsdp2Generator::Run() {
   Startup();
-  for (int it = 0; it < iterations_ && !stopped_; ++it) {
+  for (int it = 0; it < iterations_ && !emit_.stopped(); ++it) {
     label_ = EventLabel{Phase::kZeroGrad, it, -1, -1, -1, ""};
     FreeAll(grads_);  // optimizers.zero_grad(): set_to_none
     HandleId tokens = Alloc(8 * f_.tokens, "tokens");
@@ -296,15 +271,13 @@ TraceSummary Fsdp2Generator::Run() {
     Free(labels_);
     tokens_ = tokens;
     labels_ = labels;
-    for (std::int64_t mb = 0; mb < f_.microbatches && !stopped_; ++mb) {
+    for (std::int64_t mb = 0; mb < f_.microbatches && !emit_.stopped(); ++mb) {
       Forward(static_cast<int>(mb));
       Backward(static_cast<int>(mb));
     }
     OptimizerStep(it);
   }
-  std::int64_t live = 0;
-  for (std::int64_t b : handle_bytes_) live += b;
-  return TraceSummary{events_, live};
+  return TraceSummary{emit_.events(), emit_.LiveBytes()};
 }
 
 }  // namespace memtune::synth

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "estimate/fsdp2_tensors.h"
+#include "synth/emitter.h"
 #include "memtune/synth/synthesize.h"
 
 namespace memtune::synth {
@@ -17,7 +18,7 @@ class Fsdp2Generator {
 
  private:
   using HandleId = alloc::HandleId;
-  static constexpr HandleId kNone = 0xFFFFFFFFu;
+  static constexpr HandleId kNone = Emitter::kNone;
   // Streams FSDP2 allocates on (torch fsdp _fsdp_param_group.py / _fsdp_collectives.py):
   // the all-gather copy-in stream owns the all-gather output; the reduce-scatter stream
   // owns the reduce-scatter output, which becomes the sharded gradient.
@@ -30,7 +31,7 @@ class Fsdp2Generator {
   };
 
   HandleId Alloc(std::int64_t bytes, const char* tensor, alloc::StreamId stream = kCompute);
-  void Free(HandleId& handle);
+  void Free(HandleId& handle);  // and resets `handle` to kNone
   void FreeAll(std::vector<HandleId>& handles);
   // Tensors of one group (a block index, or kRoot).
   const std::vector<estimate::internal::Fsdp2Param>& Params(int group) const;
@@ -60,13 +61,8 @@ class Fsdp2Generator {
 
   const estimate::internal::Fsdp2Facts& f_;
   int iterations_ = 1;
-  EventSink& sink_;
-  EventLabel label_;
-  bool stopped_ = false;
-  std::int64_t events_ = 0;
-  std::vector<std::int64_t> handle_bytes_;
-  std::vector<const char*> handle_names_;
-  std::vector<HandleId> free_handles_;
+  Emitter emit_;
+  EventLabel& label_;  // emit_'s label
 
   std::vector<std::vector<HandleId>> shards_;     // [group] fp32 parameter shards
   std::vector<std::vector<HandleId>> unsharded_;  // [group] all-gathered parameters
@@ -78,7 +74,6 @@ class Fsdp2Generator {
   HandleId persistent_freqs_ = kNone;
   HandleId pending_rs_input_ = kNone;             // freed by the next reduce-scatter
   std::vector<bool> gathered_;                    // [group + 1] unsharded now
-  std::int64_t persistent_bytes_ = 0;
 };
 
 }  // namespace memtune::synth

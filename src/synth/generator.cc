@@ -19,38 +19,13 @@ using alloc::HandleId;
 using namespace est;  // NOLINT: the tensor enums
 
 Generator::Generator(const Plan& plan, int pp_rank, EventSink& sink)
-    : plan_(plan), rank_(plan.ranks[pp_rank]), pp_rank_(pp_rank), sink_(sink) {
+    : plan_(plan), rank_(plan.ranks[pp_rank]), pp_rank_(pp_rank), emit_(sink), label_(emit_.label()) {
   recs_.resize(rank_.chunks.size() * static_cast<std::size_t>(plan.num_microbatches));
 }
 
-HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) {
-  if (bytes <= 0 || stopped_) return kNone;
-  HandleId h;
-  if (!free_handles_.empty()) {
-    h = free_handles_.back();
-    free_handles_.pop_back();
-  } else {
-    h = static_cast<HandleId>(handle_bytes_.size());
-    handle_bytes_.push_back(0);
-    handle_names_.push_back("");
-  }
-  handle_bytes_[h] = bytes;
-  handle_names_[h] = tensor;
-  label_.tensor = tensor;
-  ++events_;
-  if (!sink_.OnEvent(SynthEvent{EventOp::kAlloc, h, bytes, label_})) stopped_ = true;
-  return h;
-}
+HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) { return emit_.Alloc(bytes, tensor); }
 
-void Generator::Free(HandleId h) {
-  if (h == kNone || stopped_) return;
-  ++events_;
-  EventLabel label = label_;
-  label.tensor = handle_names_[h];
-  if (!sink_.OnEvent(SynthEvent{EventOp::kFree, h, handle_bytes_[h], label})) stopped_ = true;
-  handle_bytes_[h] = 0;
-  free_handles_.push_back(h);
-}
+void Generator::Free(HandleId h) { emit_.Free(h); }
 
 void Generator::Save(LayerRec& rec, int t, const LayerSizes& z, std::vector<HandleId>& dropped) {
   const char* name = ActTensorName(static_cast<ActTensor>(t));
@@ -251,7 +226,7 @@ void Generator::BackwardChunk(int c, int mb) {
   } else {
     grad = Alloc(plan_.local_hidden, "p2p.recv_grad");
   }
-  for (int i = static_cast<int>(chunk.layers.size()) - 1; i >= 0 && !stopped_; --i) {
+  for (int i = static_cast<int>(chunk.layers.size()) - 1; i >= 0 && !emit_.stopped(); --i) {
     const LayerPlan& lp = chunk.layers[i];
     const bool top_of_unit = i + 1 == static_cast<int>(chunk.layers.size()) ||
                              chunk.layers[i + 1].group_first != lp.group_first;
@@ -334,11 +309,11 @@ TraceSummary Generator::Run() {
   const std::vector<PipelineStep> schedule =
       PipelineSchedule(plan_.pp_size, pp_rank_, chunks,
                        plan_.num_microbatches, plan_.group_size, plan_.ep_overlap);
-  for (int it = 0; it < plan_.iterations && !stopped_; ++it) {
+  for (int it = 0; it < plan_.iterations && !emit_.stopped(); ++it) {
     label_.iteration = it;
     ZeroGrad();
     for (const PipelineStep& s : schedule) {
-      if (stopped_) break;
+      if (emit_.stopped()) break;
       if (s.forward) ForwardChunk(s.chunk, s.microbatch);
       else BackwardChunk(s.chunk, s.microbatch);
     }
@@ -347,8 +322,8 @@ TraceSummary Generator::Run() {
   label_.iteration = plan_.iterations;
   ZeroGrad();
   TraceSummary summary;
-  summary.events = events_;
-  for (std::int64_t b : handle_bytes_) summary.persistent_bytes += b;
+  summary.events = emit_.events();
+  summary.persistent_bytes = emit_.LiveBytes();
   return summary;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "memtune/synth/synthesize.h"
+#include "synth/emitter.h"
 #include "synth/plan.h"
 
 namespace memtune::synth {
@@ -16,7 +17,7 @@ class Generator {
   TraceSummary Run();
 
  private:
-  static constexpr alloc::HandleId kNone = 0xFFFFFFFFu;
+  static constexpr alloc::HandleId kNone = Emitter::kNone;
   static constexpr int kSlotQ = est::kNumActTensors, kSlotK = est::kNumActTensors + 1;
   static constexpr int kSlots = est::kNumActTensors + 2;
 
@@ -45,13 +46,8 @@ class Generator {
   const Plan& plan_;
   const RankPlan& rank_;
   int pp_rank_ = 0;
-  EventSink& sink_;
-  EventLabel label_;
-  bool stopped_ = false;
-  std::int64_t events_ = 0;
-  std::vector<std::int64_t> handle_bytes_;
-  std::vector<const char*> handle_names_;
-  std::vector<alloc::HandleId> free_handles_;
+  Emitter emit_;
+  EventLabel& label_;  // emit_'s label: where in the step the next event happens
   std::vector<ChunkRec> recs_;             // [chunk * m + mb]
   std::vector<alloc::HandleId> step_grads_;
 };

@@ -6,41 +6,14 @@
 
 #include "estimate/fsdp2_tensors.h"
 #include "memtune/estimate/estimate.h"
+#include "unit/estimate/test_jobs.h"
 
 namespace memtune::estimate {
 namespace {
 
 using internal::Fsdp2Ac;
 using internal::MakeFsdp2Facts;
-
-// Two blocks, h=64, 4 heads of 16 (q=64), 2 KV groups (kv=32), ffn 128, vocab 256 untied,
-// seq 32, micro-batch 1, 2 GPUs, shard degree 2.
-model::Job Fsdp2Job(const std::string& ac = "none") {
-  model::Job job;
-  auto& m = job.model;
-  m.num_layers = 2;
-  m.hidden_size = 64;
-  m.ffn_hidden_size = 128;
-  m.num_attention_heads = 4;
-  m.num_query_groups = 2;
-  m.kv_channels = 16;
-  m.vocab_size = 256;
-  m.make_vocab_size_divisible_by = 1;
-  m.share_embeddings_and_output_weights = false;
-  m.gated_linear_unit = true;
-  m.activation_func = "silu";
-  m.normalization = model::Normalization::kRMSNorm;
-  m.add_bias_linear = false;
-  m.seq_length = 32;
-  job.train.micro_batch_size = 1;
-  job.train.global_batch_size = 2;
-  job.memtune.framework = model::Framework::kFsdp2;
-  job.memtune.world_size = 2;
-  job.memtune.gpu_memory_bytes = 1000000000;
-  job.memtune.fsdp2.shard_degree = 2;
-  job.memtune.fsdp2.activation_checkpoint = ac;
-  return job;
-}
+using testing::Fsdp2Job;
 
 std::int64_t Component(const Estimate& e, const std::string& name) {
   for (const auto& c : e.ranks.front().components) {
@@ -128,30 +101,36 @@ TEST(Fsdp2Test, ContextParallelSplitsTokensAndShardsOverDpShardTimesCp) {
 }
 
 TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
-  auto job = Fsdp2Job("none");
-  job.memtune.fsdp2.compile = true;
-  auto e = EstimateMemory(job);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().code, ErrorCode::kUnsupported);
-  EXPECT_EQ(e.error().field, "memtune.fsdp2.compile");
-  job = Fsdp2Job("full");
-  job.model.num_moe_experts = 8;
-  e = EstimateMemory(job);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().field, "model.num_moe_experts");
-  job = Fsdp2Job("full");
-  job.model.tensor_model_parallel_size = 4;  // 2 KV heads cannot split over 4 TP ranks
-  job.memtune.world_size = 8;
-  e = EstimateMemory(job);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().code, ErrorCode::kInvalidConfig);
-  EXPECT_EQ(e.error().field, "model.num_query_groups");
-  job = Fsdp2Job("full");
-  job.model.add_bias_linear = true;  // not torchtitan's Llama
-  e = EstimateMemory(job);
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().field, "model.add_bias_linear");
-  EXPECT_NE(e.error().message.find("torchtitan's Llama"), std::string::npos) << e.error().message;
+  struct Case {
+    const char* field;
+    ErrorCode code;
+    void (*edit)(model::Job&);
+  };
+  const Case cases[] = {
+      {"memtune.fsdp2.compile", ErrorCode::kUnsupported,
+       [](model::Job& j) {
+         j.memtune.fsdp2.activation_checkpoint = "none";
+         j.memtune.fsdp2.compile = true;
+       }},
+      {"model.num_moe_experts", ErrorCode::kUnsupported, [](model::Job& j) { j.model.num_moe_experts = 8; }},
+      {"model.num_query_groups", ErrorCode::kInvalidConfig,  // 2 KV heads cannot split over 4 TP ranks
+       [](model::Job& j) {
+         j.model.tensor_model_parallel_size = 4;
+         j.memtune.world_size = 8;
+       }},
+      {"model.add_bias_linear", ErrorCode::kUnsupported, [](model::Job& j) { j.model.add_bias_linear = true; }},
+  };
+  for (const Case& c : cases) {
+    model::Job job = Fsdp2Job("full");
+    c.edit(job);
+    auto e = EstimateMemory(job);
+    ASSERT_FALSE(e) << c.field;
+    EXPECT_EQ(e.error().code, c.code) << c.field;
+    EXPECT_EQ(e.error().field, c.field);
+  }
+  model::Job job = Fsdp2Job("full");
+  job.model.add_bias_linear = true;
+  EXPECT_NE(EstimateMemory(job).error().message.find("torchtitan's Llama"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Jobs built in code for the estimator tests (no parser involved).
 #pragma once
 
+#include <string>
+
 #include "memtune/model/job.h"
 #include "unit/support/llama3_70b_shape.h"
 
@@ -37,6 +39,27 @@ inline model::Job TinyJob() {
   job.optimizer.bf16 = true;
   job.ddp.grad_reduce_in_fp32 = true;
   job.memtune.world_size = 1;
+  return job;
+}
+
+// A torchtitan FSDP2 job on TinyJob's Llama-style block, scaled so sizes stay whole: two
+// blocks, h=64, 4 heads of 16 (q=64), 2 KV groups (kv=32), ffn 128, vocab 256 untied,
+// seq 32, micro-batch 1, 2 GPUs, shard degree 2, the given activation checkpointing.
+inline model::Job Fsdp2Job(const std::string& activation_checkpoint = "none") {
+  model::Job job = TinyJob();
+  auto& m = job.model;
+  m.hidden_size = 64;
+  m.ffn_hidden_size = 128;
+  m.num_attention_heads = 4;
+  m.num_query_groups = 2;
+  m.kv_channels = 16;
+  m.vocab_size = 256;
+  m.seq_length = 32;
+  job.train.global_batch_size = 2;
+  job.memtune.framework = model::Framework::kFsdp2;
+  job.memtune.world_size = 2;
+  job.memtune.fsdp2.shard_degree = 2;
+  job.memtune.fsdp2.activation_checkpoint = activation_checkpoint;
   return job;
 }
 

@@ -7,39 +7,14 @@
 
 #include "memtune/estimate/estimate.h"
 #include "memtune/synth/synthesize.h"
+#include "unit/estimate/test_jobs.h"
 #include "unit/synth/synth_test_util.h"
 
 namespace memtune::synth {
 namespace {
 
+using estimate::testing::Fsdp2Job;
 using testing::Recorder;
-
-// The estimator tests' job (tests/unit/estimate/fsdp2_test.cc): 2 blocks, h=64, shard 2.
-model::Job Fsdp2Job(const std::string& ac) {
-  model::Job job;
-  auto& m = job.model;
-  m.num_layers = 2;
-  m.hidden_size = 64;
-  m.ffn_hidden_size = 128;
-  m.num_attention_heads = 4;
-  m.num_query_groups = 2;
-  m.kv_channels = 16;
-  m.vocab_size = 256;
-  m.make_vocab_size_divisible_by = 1;
-  m.share_embeddings_and_output_weights = false;
-  m.gated_linear_unit = true;
-  m.activation_func = "silu";
-  m.normalization = model::Normalization::kRMSNorm;
-  m.add_bias_linear = false;
-  m.seq_length = 32;
-  job.train.micro_batch_size = 1;
-  job.train.global_batch_size = 2;
-  job.memtune.framework = model::Framework::kFsdp2;
-  job.memtune.world_size = 2;
-  job.memtune.fsdp2.shard_degree = 2;
-  job.memtune.fsdp2.activation_checkpoint = ac;
-  return job;
-}
 
 Recorder Record(const model::Job& job, int iterations) {
   SynthOptions options;
