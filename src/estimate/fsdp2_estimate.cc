@@ -111,8 +111,11 @@ Parts LastBlockBackward(const Fsdp2Facts& f, bool explain) {
     Add(parts, "grads", GradBytes(f), ComponentKind::kGradients, "fp32 gradient shards", explain);
   }
   const int last = f.layers - 1;
-  Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements() * std::min(2, f.layers),
-      ComponentKind::kTransient, "the block in backward and the one prefetched (backward_prefetch 1)", explain);
+  // The block in backward and the one prefetched (backward_prefetch 1); without reshard
+  // after forward every block is still gathered.
+  const int gathered = f.reshard_after_forward ? std::min(2, f.layers) : f.layers;
+  Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements() * gathered,
+      ComponentKind::kTransient, "blocks all-gathered during the last block's backward", explain);
   Add(parts, "act.blocks", SavedBlocks(f, last), ComponentKind::kActivations,
       "saved tensors of the blocks whose backward is still to come", explain);
   const std::int64_t own = f.Checkpointed(last) || f.ac == Fsdp2Ac::kSelectiveOp

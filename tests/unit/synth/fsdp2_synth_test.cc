@@ -43,6 +43,20 @@ TEST_P(Fsdp2SynthTest, TracePeakEqualsTheEstimatorsAndIterationsRepeat) {
   EXPECT_GT(rec.live_before_iteration[1], rec.live_before_iteration[0]);  // AdamW state
 }
 
+TEST(Fsdp2SynthReshardTest, WithoutReshardAfterForwardTheTraceStillMatchesTheEstimator) {
+  model::Job job = Fsdp2Job("full");
+  job.memtune.fsdp2.reshard_after_forward = false;  // every block stays gathered until its backward
+  Recorder rec = Record(job, 2);
+  auto e = estimate::EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(rec.peak_bytes, e->peak_allocated_bytes) << FormatLabel(rec.peak_label);
+  int gathers = 0;
+  for (const auto& ev : rec.events) {
+    gathers += ev.op == EventOp::kAlloc && std::string_view(ev.label.tensor) == "fsdp.all_gather_output";
+  }
+  EXPECT_EQ(gathers, 2 * 3);  // root and both blocks, once per iteration
+}
+
 INSTANTIATE_TEST_SUITE_P(AcModes, Fsdp2SynthTest,
                          ::testing::Values("none", "selective_op", "selective_layer", "full"));
 
