@@ -3,13 +3,15 @@
 //   loss backward  - every block's saved activations, the root and last block unsharded,
 //                    the log-softmax output with its incoming and outgoing fp32 gradients;
 //   last block backward - the block's recompute and gradients, two blocks unsharded;
-//   last reduce-scatter - block 0's gradients on their way to shards, the others' shards;
+//   a block's reduce-scatter - its gradients on their way to shards, two fp32 inputs held;
+//   root reduce-scatter - the embedding's dense gradient and the root's fp32 input;
 //   optimizer step - gradients plus foreach AdamW's sqrt temporary.
 #include "fsdp2_estimate.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "fsdp2_tensors.h"
 
@@ -128,25 +130,53 @@ Parts LastBlockBackward(const Fsdp2Facts& f, bool explain) {
   return parts;
 }
 
-// The last reduce-scatter of the backward (block 0): every other block's gradient shard,
-// block 0's unsharded parameters and bf16 gradients, its fp32 reduce-scatter input and the
-// previous block's, still held (FSDP2 frees it at the next reduce-scatter).
-Parts LastReduceScatter(const Fsdp2Facts& f, bool explain) {
+// The reduce-scatter of block `l` (at its fp32 input's allocation): the blocks below it
+// keep their activations, the blocks above have gradient shards, block l's bf16 weight
+// gradients are being copied in, and the previous block's input is still held (FSDP2 frees
+// it at the next reduce-scatter).
+Parts BlockReduceScatter(const Fsdp2Facts& f, int l, bool explain) {
   Parts parts = BackwardBase(f, explain);
-  const std::int64_t block_grad = 4 * f.BlockShardElements();
-  Add(parts, "grads", block_grad * (f.microbatches > 1 ? f.layers : f.layers - 1), ComponentKind::kGradients,
-      "fp32 gradient shards of the blocks already reduce-scattered", explain);
-  Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements(), ComponentKind::kTransient,
-      "block 0 all-gathered", explain);
+  Add(parts, "grads",
+      f.microbatches > 1 ? GradBytes(f) : 4 * f.BlockShardElements() * (f.layers - 1 - l),
+      ComponentKind::kGradients, "fp32 gradient shards of the blocks already reduce-scattered", explain);
+  // Block l and the one prefetched for the next backward; without reshard after forward
+  // every block not yet through its backward.
+  const int gathered = f.reshard_after_forward ? (l > 0 ? 2 : 1) : l + 1;
+  Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements() * gathered,
+      ComponentKind::kTransient, "blocks all-gathered at this reduce-scatter", explain);
+  Add(parts, "act.blocks", SavedBlocks(f, l), ComponentKind::kActivations,
+      "saved tensors of the blocks whose backward is still to come", explain);
   std::int64_t unpadded = 0;
   for (const auto& p : f.block_params) unpadded += p.Elements();
   Add(parts, "grads.block_unsharded", f.param_bytes * unpadded, ComponentKind::kTransient,
-      "block 0's unsharded weight gradients, copied into the reduce-scatter input", explain);
+      "the block's unsharded weight gradients, copied into the reduce-scatter input", explain);
   Add(parts, "fsdp.reduce_scatter_inputs",
-      f.reduce_bytes * f.BlockUnshardedElements() * std::min(2, f.layers), ComponentKind::kTransient,
-      "reduce-scatter inputs (reduce_dtype) of block 0 and of block 1, held until the next one", explain);
+      f.reduce_bytes * f.BlockUnshardedElements() * (l + 1 < f.layers ? 2 : 1), ComponentKind::kTransient,
+      "reduce-scatter inputs (reduce_dtype) of this block and the previous one", explain);
   Add(parts, "tmp.backward", 2 * f.tokens / f.tp * f.hidden, ComponentKind::kTransient,
-      "the gradient of block 0's input", explain);
+      "the gradient of the block's input", explain);
+  return parts;
+}
+
+// The root's reduce-scatter at the very end of backward: every block's gradient shard, the
+// root's bf16 gradients (output, final norm, the embedding's dense gradient) and its
+// reduce-scatter input, with block 0's input still held.
+Parts RootReduceScatter(const Fsdp2Facts& f, bool explain) {
+  Parts parts;
+  AddState(f, explain, parts);
+  Add(parts, "grads",
+      f.microbatches > 1 ? GradBytes(f) : 4 * f.BlockShardElements() * f.layers, ComponentKind::kGradients,
+      "fp32 gradient shards of every block", explain);
+  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(), ComponentKind::kTransient,
+      "root group still all-gathered", explain);
+  std::int64_t root_elements = 0;
+  for (const auto& p : f.root_params) root_elements += p.Elements();
+  Add(parts, "grads.root_unsharded", f.param_bytes * root_elements, ComponentKind::kTransient,
+      "output, final-norm and embedding (dense) weight gradients, copied into the reduce-scatter input", explain);
+  Add(parts, "fsdp.reduce_scatter_inputs",
+      f.reduce_bytes * (f.RootUnshardedElements() + f.BlockUnshardedElements()), ComponentKind::kTransient,
+      "reduce-scatter inputs of the root and of block 0 (held until this one)", explain);
+  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels", explain);
   return parts;
 }
 
@@ -165,24 +195,28 @@ Parts OptimizerStep(const Fsdp2Facts& f, bool explain) {
 Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& options) {
   MEMTUNE_TRY(const Fsdp2Facts f, MakeFsdp2Facts(job));
   const bool explain = options.with_explanations;
-  std::pair<const char*, Parts> moments[] = {
-      {"loss backward", LossBackward(f, explain)},
-      {"backward", LastBlockBackward(f, explain)},
-      {"backward", LastReduceScatter(f, explain)},
-      {"optimizer step", OptimizerStep(f, explain)},
-  };
+  // The reduce-scatter moments are linear in the block index but for selective_layer's
+  // alternation, so the top three blocks and block 0 bound them.
+  std::vector<std::pair<const char*, Parts>> moments;
+  moments.emplace_back("loss backward", LossBackward(f, explain));
+  moments.emplace_back("backward", LastBlockBackward(f, explain));
+  std::vector<int> blocks{0};
+  for (int l = std::max(1, f.layers - 3); l < f.layers; ++l) blocks.push_back(l);
+  for (int l : blocks) moments.emplace_back("backward", BlockReduceScatter(f, l, explain));
+  moments.emplace_back("backward", RootReduceScatter(f, explain));
+  moments.emplace_back("optimizer step", OptimizerStep(f, explain));
   std::size_t best = 0;
-  for (std::size_t i = 1; i < std::size(moments); ++i) {
-    if (Total(moments[i].second) > Total(moments[best].second)) best = i;
-  }
   RankEstimate rank;
+  for (std::size_t i = 0; i < moments.size(); ++i) {
+    const std::int64_t total = Total(moments[i].second);
+    if (total > Total(moments[best].second)) best = i;
+    if (i + 1 < moments.size()) rank.backward_peak_bytes = std::max(rank.backward_peak_bytes, total);
+  }
+  rank.step_peak_bytes = Total(moments.back().second);
   rank.pp_rank = 0;
   rank.components = std::move(moments[best].second);
   rank.peak_phase = moments[best].first;
   rank.allocated_bytes = Total(rank.components);
-  rank.step_peak_bytes = Total(moments[3].second);
-  rank.backward_peak_bytes =
-      std::max({Total(moments[0].second), Total(moments[1].second), Total(moments[2].second)});
   rank.layers = f.layers;
   rank.in_flight_microbatches = 1;
   for (const auto& c : rank.components) {
