@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fsdp2_backward.h"
 #include "fsdp2_tensors.h"
 
 namespace memtune::estimate::internal {
@@ -107,52 +108,75 @@ Parts BackwardBase(const Fsdp2Facts& f, bool explain) {
   return parts;
 }
 
-Parts LastBlockBackward(const Fsdp2Facts& f, bool explain) {
-  Parts parts = BackwardBase(f, explain);
-  if (f.microbatches > 1) {
-    Add(parts, "grads", GradBytes(f), ComponentKind::kGradients, "fp32 gradient shards", explain);
-  }
-  const int last = f.layers - 1;
-  // The block in backward and the one prefetched (backward_prefetch 1); without reshard
-  // after forward every block is still gathered.
-  const int gathered = f.reshard_after_forward ? std::min(2, f.layers) : f.layers;
-  Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements() * gathered,
-      ComponentKind::kTransient, "blocks all-gathered during the last block's backward", explain);
-  Add(parts, "act.blocks", SavedBlocks(f, last), ComponentKind::kActivations,
+// What changes with the block index during the backward of block `l`: gradient shards of
+// the blocks above (all of them after the first micro-batch), blocks gathered (`l` and the
+// one prefetched; without reshard after forward all not yet through backward), the kept
+// tensors of the blocks below, and the reduce-scatter input of the block above, held.
+struct BlockPosition {
+  std::int64_t grads = 0, gathered = 0, kept_below = 0, held_input = 0;
+  std::int64_t Total() const { return grads + gathered + kept_below + held_input; }
+};
+
+BlockPosition AtBlock(const Fsdp2Facts& f, int l, std::int64_t kept_below) {
+  BlockPosition p;
+  p.grads = f.microbatches > 1 ? GradBytes(f) : 4 * f.BlockShardElements() * (f.layers - 1 - l);
+  p.gathered = f.param_bytes * f.BlockUnshardedElements() * (f.reshard_after_forward ? (l > 0 ? 2 : 1) : l + 1);
+  p.kept_below = kept_below;
+  p.held_input = l + 1 < f.layers ? f.reduce_bytes * f.BlockUnshardedElements() : 0;
+  return p;
+}
+
+void AddPosition(const BlockPosition& p, bool explain, Parts& parts) {
+  Add(parts, "grads", p.grads, ComponentKind::kGradients, "fp32 gradient shards of the blocks already reduce-scattered",
+      explain);
+  Add(parts, "fsdp.blocks_unsharded", p.gathered, ComponentKind::kTransient,
+      "blocks all-gathered (this one and the one prefetched; all not yet resharded without reshard_after_forward)",
+      explain);
+  Add(parts, "act.blocks", p.kept_below, ComponentKind::kActivations,
       "saved tensors of the blocks whose backward is still to come", explain);
-  const std::int64_t own = f.Checkpointed(last) || f.ac == Fsdp2Ac::kSelectiveOp
-                               ? f.BlockKeptBytes(last) + f.BlockEagerBytes()
-                               : f.BlockEagerBytes();
-  Add(parts, "act.block_recompute", own, ComponentKind::kActivations,
-      "the last block's tensors for backward (recomputed under a checkpoint)", explain);
-  Add(parts, "tmp.backward", f.BlockBackwardBytes(), ComponentKind::kTransient,
-      "MLP input gradients and the block's unsharded weight gradients", explain);
+  Add(parts, "fsdp.held_reduce_scatter_input", p.held_input, ComponentKind::kTransient,
+      "the previous block's reduce-scatter input (FSDP2 frees it at the next reduce-scatter)", explain);
+}
+
+// The heaviest block backward: the walked peak of the block's own backward on top of its
+// position (both computed per block kind once, positions summed as the loop goes).
+Parts HeaviestBlockBackward(const Fsdp2Facts& f, bool explain) {
+  const Fsdp2BackwardPeak walks[2] = {WalkBlockBackward(f, false), WalkBlockBackward(f, true)};
+  std::int64_t kept_below = 0, best_bytes = -1, best_kept = 0;
+  int best = 0;
+  for (int l = 0; l < f.layers; ++l) {
+    const std::int64_t bytes = AtBlock(f, l, kept_below).Total() + walks[f.Checkpointed(l) ? 1 : 0].Total();
+    if (bytes > best_bytes) best_bytes = bytes, best = l, best_kept = kept_below;
+    kept_below += f.BlockKeptBytes(l);
+  }
+  Parts parts = BackwardBase(f, explain);
+  AddPosition(AtBlock(f, best, best_kept), explain, parts);
+  const Fsdp2BackwardPeak& own = walks[f.Checkpointed(best) ? 1 : 0];
+  Add(parts, "act.block_backward", own.saved_bytes, ComponentKind::kActivations,
+      "the block's saved (or re-created) tensors still live at its backward's peak", explain);
+  Add(parts, "tmp.backward", own.temp_bytes, ComponentKind::kTransient,
+      "the block's incoming and working gradients and its unsharded weight gradients at that peak", explain);
   return parts;
 }
 
-// The reduce-scatter of block `l` (at its fp32 input's allocation): the blocks below it
-// keep their activations, the blocks above have gradient shards, block l's bf16 weight
-// gradients are being copied in, and the previous block's input is still held (FSDP2 frees
-// it at the next reduce-scatter).
-Parts BlockReduceScatter(const Fsdp2Facts& f, int l, bool explain) {
+// The heaviest block reduce-scatter (at its fp32 input's allocation): the position, the
+// block's bf16 weight gradients being copied in, its fp32 input, and its input gradient.
+Parts HeaviestReduceScatter(const Fsdp2Facts& f, bool explain) {
+  std::int64_t kept_below = 0, best_bytes = -1, best_kept = 0;
+  int best = 0;
+  for (int l = 0; l < f.layers; ++l) {  // the other terms do not depend on the block
+    const std::int64_t bytes = AtBlock(f, l, kept_below).Total();
+    if (bytes > best_bytes) best_bytes = bytes, best = l, best_kept = kept_below;
+    kept_below += f.BlockKeptBytes(l);
+  }
   Parts parts = BackwardBase(f, explain);
-  Add(parts, "grads",
-      f.microbatches > 1 ? GradBytes(f) : 4 * f.BlockShardElements() * (f.layers - 1 - l),
-      ComponentKind::kGradients, "fp32 gradient shards of the blocks already reduce-scattered", explain);
-  // Block l and the one prefetched for the next backward; without reshard after forward
-  // every block not yet through its backward.
-  const int gathered = f.reshard_after_forward ? (l > 0 ? 2 : 1) : l + 1;
-  Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements() * gathered,
-      ComponentKind::kTransient, "blocks all-gathered at this reduce-scatter", explain);
-  Add(parts, "act.blocks", SavedBlocks(f, l), ComponentKind::kActivations,
-      "saved tensors of the blocks whose backward is still to come", explain);
+  AddPosition(AtBlock(f, best, best_kept), explain, parts);
   std::int64_t unpadded = 0;
   for (const auto& p : f.block_params) unpadded += p.Elements();
   Add(parts, "grads.block_unsharded", f.param_bytes * unpadded, ComponentKind::kTransient,
       "the block's unsharded weight gradients, copied into the reduce-scatter input", explain);
-  Add(parts, "fsdp.reduce_scatter_inputs",
-      f.reduce_bytes * f.BlockUnshardedElements() * (l + 1 < f.layers ? 2 : 1), ComponentKind::kTransient,
-      "reduce-scatter inputs (reduce_dtype) of this block and the previous one", explain);
+  Add(parts, "fsdp.reduce_scatter_input", f.reduce_bytes * f.BlockUnshardedElements(), ComponentKind::kTransient,
+      "the block's reduce-scatter input (reduce_dtype, padded unsharded size)", explain);
   Add(parts, "tmp.backward", 2 * f.tokens / f.tp * f.hidden, ComponentKind::kTransient,
       "the gradient of the block's input", explain);
   return parts;
@@ -161,6 +185,7 @@ Parts BlockReduceScatter(const Fsdp2Facts& f, int l, bool explain) {
 // The root's reduce-scatter at the very end of backward: every block's gradient shard, the
 // root's bf16 gradients (output, final norm, the embedding's dense gradient) and its
 // reduce-scatter input, with block 0's input still held.
+
 Parts RootReduceScatter(const Fsdp2Facts& f, bool explain) {
   Parts parts;
   AddState(f, explain, parts);
@@ -195,14 +220,10 @@ Parts OptimizerStep(const Fsdp2Facts& f, bool explain) {
 Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& options) {
   MEMTUNE_TRY(const Fsdp2Facts f, MakeFsdp2Facts(job));
   const bool explain = options.with_explanations;
-  // The reduce-scatter moments are linear in the block index but for selective_layer's
-  // alternation, so the top three blocks and block 0 bound them.
   std::vector<std::pair<const char*, Parts>> moments;
   moments.emplace_back("loss backward", LossBackward(f, explain));
-  moments.emplace_back("backward", LastBlockBackward(f, explain));
-  std::vector<int> blocks{0};
-  for (int l = std::max(1, f.layers - 3); l < f.layers; ++l) blocks.push_back(l);
-  for (int l : blocks) moments.emplace_back("backward", BlockReduceScatter(f, l, explain));
+  moments.emplace_back("backward", HeaviestBlockBackward(f, explain));
+  moments.emplace_back("backward", HeaviestReduceScatter(f, explain));
   moments.emplace_back("backward", RootReduceScatter(f, explain));
   moments.emplace_back("optimizer step", OptimizerStep(f, explain));
   std::size_t best = 0;

@@ -168,12 +168,6 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
       {"sac.w2_out", a * n * h},     {"sdpa.out", a * n * q},           {"sdpa.lse", fp32 * n * heads},
   };
   f.block_input_bytes = a * r * h;
-  // Backward of one block: dL/d(w2 input), d(silu out) and d(w3 out) live together, plus
-  // the block's unsharded bf16 weight gradients until its reduce-scatter.
-  f.block_bwd = {
-      {"bwd.mlp_grads", 3 * a * n * ffn},
-      {"bwd.weight_grads", f.param_bytes * f.BlockUnshardedElements()},
-  };
   f.outside = {
       {"tokens", 8 * n * 2},  // input ids and labels (int64) on the device
       {"final_norm.x_fp32", fp32 * r * h},
@@ -219,7 +213,6 @@ std::int64_t Fsdp2Facts::BlockKeptBytes(int layer) const {
 }
 
 std::int64_t Fsdp2Facts::BlockEagerBytes() const { return Sum(block_eager); }
-std::int64_t Fsdp2Facts::BlockBackwardBytes() const { return Sum(block_bwd); }
 std::int64_t Fsdp2Facts::OutsideBytes() const { return Sum(outside); }
 
 Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {

@@ -64,7 +64,6 @@ struct Fsdp2Facts {
   std::vector<Fsdp2Tensor> block_sac;     // selective_op: the policy's MUST_SAVE outputs
   std::int64_t block_input_bytes = 0;     // the block input a checkpoint keeps
   std::vector<Fsdp2Tensor> outside;       // tokens, final norm and output-layer inputs
-  std::vector<Fsdp2Tensor> block_bwd;     // one block's backward working set (largest)
 
   // Loss on one micro-batch: bf16 logits, fp32 copy, log-softmax output, gradients.
   std::int64_t logits_bytes = 0;          // output-layer result in bf16
@@ -85,7 +84,6 @@ struct Fsdp2Facts {
   // Whether block `layer` runs under a checkpoint (its backward recomputes).
   bool Checkpointed(int layer) const;
   std::int64_t BlockEagerBytes() const;
-  std::int64_t BlockBackwardBytes() const;
   std::int64_t OutsideBytes() const;
 };
 

@@ -10,18 +10,13 @@
 #include <string_view>
 #include <tuple>
 
+#include "estimate/fsdp2_backward.h"
 #include "synth/fsdp2_generator.h"
 
 namespace memtune::synth {
 
 using estimate::internal::Fsdp2Ac;
 
-namespace {
-
-// Indices into Fsdp2Facts::block_params (fsdp2_tensors.cc AddParams order).
-enum BlockParam { kAttnNorm, kWq, kWk, kWv, kWo, kFfnNorm, kW1, kW2, kW3 };
-
-}  // namespace
 
 alloc::HandleId Fsdp2Generator::BlockForward(int layer, HandleId x, bool recompute, std::vector<Named>& kept) {
   (void)x;  // the input's bytes are already allocated; the ops read it
@@ -150,23 +145,35 @@ alloc::HandleId Fsdp2Generator::BlockForward(int layer, HandleId x, bool recompu
   return out;
 }
 
+// Runs estimate/fsdp2_backward.h's op sequences as allocation events.
+struct Fsdp2Generator::Exec {
+  Fsdp2Generator& gen;
+  std::vector<Named>* saved = nullptr;
+  std::vector<HandleId>* weight_grads = nullptr;
+  std::vector<HandleId> ids;
+  int Adopt(HandleId h) {
+    ids.push_back(h);
+    return static_cast<int>(ids.size()) - 1;
+  }
+  int Alloc(std::int64_t bytes, const char* name) { return Adopt(gen.Alloc(bytes, name)); }
+  void Free(int id) {
+    if (id >= 0) gen.Free(ids[id]);
+  }
+  void Take(const char* name) {
+    for (auto it = saved->begin(); it != saved->end(); ++it) {
+      if (std::string_view(it->name) == name) {
+        gen.Free(it->handle);
+        saved->erase(it);
+        return;
+      }
+    }
+  }
+  void WeightGrad(std::int64_t bytes) { weight_grads->push_back(gen.Alloc(bytes, "grad.unsharded")); }
+};
+
 alloc::HandleId Fsdp2Generator::NormBackward(bool fused) {
-  const std::int64_t r = f_.tokens / f_.tp, h = f_.hidden;
-  if (fused) return Alloc(2 * r * h, "bwd.norm_dgrad");
-  // MulBackward (weight) in bf16, ToCopyBackward to fp32, then the x * rsqrt and the
-  // pow/mean branches in fp32, summed, and the x.float() backward back to bf16.
-  HandleId weighted = Alloc(2 * r * h, "bwd.norm_weighted");
-  HandleId up = Alloc(4 * r * h, "bwd.norm_fp32");
-  Free(weighted);
-  HandleId direct = Alloc(4 * r * h, "bwd.norm_direct");
-  HandleId branch = Alloc(4 * r * h, "bwd.norm_rsqrt_branch");
-  HandleId sum = Alloc(4 * r * h, "bwd.norm_sum");
-  Free(up);
-  Free(direct);
-  Free(branch);
-  HandleId down = Alloc(2 * r * h, "bwd.norm_dgrad");
-  Free(sum);
-  return down;
+  Exec x{*this, nullptr, nullptr, {}};
+  return x.ids[estimate::internal::Fsdp2NormBackward(f_, fused, x)];
 }
 
 alloc::HandleId Fsdp2Generator::FinalNorm(std::vector<Named>& kept) {
@@ -183,138 +190,11 @@ alloc::HandleId Fsdp2Generator::FinalNorm(std::vector<Named>& kept) {
 alloc::HandleId Fsdp2Generator::BlockBackward(int layer, HandleId grad_out, std::vector<Named>& saved,
                                               std::vector<HandleId>& weight_grads) {
   (void)layer;
-  auto take = [&](const char* name) {
-    for (auto it = saved.begin(); it != saved.end(); ++it) {
-      if (std::string_view(it->name) == name) {
-        Free(it->handle);
-        saved.erase(it);
-        return;
-      }
-    }
-  };
-  auto wgrad = [&](BlockParam p) {
-    weight_grads.push_back(Alloc(f_.param_bytes * f_.block_params[p].Elements(), "grad.unsharded"));
-  };
-  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden, q = f_.q_local, kv = f_.kv_local;
-  const std::int64_t ffn = f_.ffn_local, kvs = f_.repeat_kv ? q : kv;
-  const bool tp = f_.tp > 1, fused = f_.compile;
-  auto gather = [&]() { return tp ? Alloc(2 * n * h, "bwd.grad_all_gather") : kNone; };
-  auto scatter = [&](HandleId& full) {
-    if (!tp) return;
-    HandleId local = Alloc(2 * r * h, "bwd.grad_reduce_scatter");
-    Free(full);
-    full = local;
-  };
-  // Feed-forward: w2 dgrad, the SiLU * mul backward, w3 and w1 dgrads summed.
-  HandleId g = gather();
-  HandleId dp = Alloc(2 * n * ffn, "bwd.w2_dgrad");
-  wgrad(kW2);
-  take("mlp.w2_in");
-  Free(g);
-  HandleId ds = fused ? kNone : Alloc(2 * n * ffn, "bwd.silu_out_grad");
-  HandleId db = Alloc(2 * n * ffn, "bwd.w3_out_grad");
-  HandleId da = fused ? Alloc(2 * n * ffn, "bwd.w1_out_grad") : kNone;
-  Free(dp);
-  take("mlp.silu_out");
-  take("mlp.w3_out");
-  if (!fused) {
-    da = Alloc(2 * n * ffn, "bwd.w1_out_grad");
-    Free(ds);
-  }
-  take("mlp.w1_out");
-  HandleId dx3 = Alloc(2 * n * h, "bwd.w3_dgrad");
-  wgrad(kW3);
-  Free(db);
-  HandleId dx1 = Alloc(2 * n * h, "bwd.w1_dgrad");
-  wgrad(kW1);
-  Free(da);
-  HandleId dmlp = Alloc(2 * n * h, "bwd.mlp_dgrad");
-  Free(dx1);
-  Free(dx3);
-  take("mlp.gemm_input");
-  scatter(dmlp);
-  HandleId dn2 = NormBackward(fused);
-  wgrad(kFfnNorm);
-  take("norm2.x_fp32");
-  take("norm2.normed");
-  take("residual.mid");
-  Free(dmlp);
-  HandleId dh = Alloc(2 * r * h, "bwd.residual_grad");
-  Free(dn2);
-  Free(grad_out);
-  // Attention: wo dgrad, flash backward (fp32 dq accumulator), repeat_kv and RoPE backward,
-  // wq/wk/wv dgrads summed.
-  g = gather();
-  HandleId dout = Alloc(2 * n * q, "bwd.wo_dgrad");
-  wgrad(kWo);
-  Free(g);
-  std::vector<HandleId> ring;
-  if (f_.cp > 1) {
-    // _templated_ring_attention_backward: fp32 accumulators for dq/dk/dv, k and v made
-    // contiguous, concatenated and all-gathered again, dk/dv exchanged by all-to-all in fp32.
-    for (auto [name, bytes] : {std::pair{"bwd.ring_dq_fp32", 4 * n * q}, std::pair{"bwd.ring_dkv_fp32", 8 * n * kvs},
-                               std::pair{"bwd.ring_kv", 4 * n * kvs}, std::pair{"bwd.ring_kv_cat", 4 * n * kvs},
-                               std::pair{"bwd.ring_kv_all_gather", 4 * n * kvs * f_.cp},
-                               std::pair{"bwd.ring_dkv_send", 8 * n * kvs},
-                               std::pair{"bwd.ring_dkv_recv", 8 * n * kvs}}) {
-      ring.push_back(Alloc(bytes, name));
-    }
-  }
-  HandleId acc = Alloc(4 * n * q, "bwd.flash_dq_accum");
-  HandleId dq = Alloc(2 * n * q, "bwd.flash_dq");
-  HandleId dk = Alloc(2 * n * kvs, "bwd.flash_dk");
-  HandleId dv = Alloc(2 * n * kvs, "bwd.flash_dv");
-  Free(acc);
-  Free(dout);
-  FreeAll(ring);
-  for (const char* t : {"sdpa.q", "sdpa.k", "sdpa.v", "sdpa.out", "sdpa.lse"}) take(t);
-  if (f_.repeat_kv) {
-    HandleId k = Alloc(2 * n * kv, "bwd.repeat_kv_k");
-    Free(dk);
-    dk = k;
-    HandleId v = Alloc(2 * n * kv, "bwd.repeat_kv_v");
-    Free(dv);
-    dv = v;
-  }
-  if (!fused) {
-    for (auto [grad, width, name] : {std::tuple{&dq, q, "rope.q_fp32"}, std::tuple{&dk, kv, "rope.k_fp32"}}) {
-      HandleId up = Alloc(4 * n * width, "bwd.rope_fp32");
-      HandleId down = Alloc(2 * n * width, "bwd.rope_dgrad");
-      Free(up);
-      Free(*grad);
-      *grad = down;
-      take(name);
-    }
-  }
-  // wq/wk/wv dgrads, summed as they come (autograd accumulates the input gradient).
-  HandleId total = kNone;
-  for (auto [grad, param, name] : {std::tuple{&dq, kWq, "bwd.wq_dgrad"}, std::tuple{&dk, kWk, "bwd.wk_dgrad"},
-                                   std::tuple{&dv, kWv, "bwd.wv_dgrad"}}) {
-    HandleId dx = Alloc(2 * n * h, name);
-    wgrad(param);
-    Free(*grad);
-    if (total == kNone) {
-      total = dx;
-      continue;
-    }
-    HandleId sum = Alloc(2 * n * h, "bwd.qkv_dgrad");
-    Free(total);
-    Free(dx);
-    total = sum;
-  }
-  take("attn.gemm_input");
-  scatter(total);
-  HandleId dn1 = NormBackward(fused);
-  wgrad(kAttnNorm);
-  take("norm1.x_fp32");
-  take("norm1.normed");
-  Free(total);
-  HandleId dx = Alloc(2 * r * h, "bwd.block_dgrad");
-  Free(dn1);
-  Free(dh);
+  Exec x{*this, &saved, &weight_grads, {}};
+  const int dx = estimate::internal::Fsdp2BlockBackward(f_, x.Adopt(grad_out), x);
   for (auto& t : saved) Free(t.handle);  // the checkpoint input and any policy leftovers
   saved.clear();
-  return dx;
+  return x.ids[dx];
 }
 
 }  // namespace memtune::synth

@@ -25,6 +25,7 @@ class Fsdp2Generator {
   static constexpr alloc::StreamId kCompute = 0, kAllGather = 1, kReduceScatter = 2;
   static constexpr int kRoot = -1;
 
+  struct Exec;  // runs estimate/fsdp2_backward.h's op sequences (fsdp2_block.cc)
   struct Named {
     const char* name;
     HandleId handle;

@@ -43,6 +43,44 @@ TEST_P(Fsdp2SynthTest, TracePeakEqualsTheEstimatorsAndIterationsRepeat) {
   EXPECT_GT(rec.live_before_iteration[1], rec.live_before_iteration[0]);  // AdamW state
 }
 
+// Variants whose peaks fall on different moments: the loss backward (long sequence), a
+// block's or the root's reduce-scatter, gradient accumulation, TP with loss_parallel, odd
+// layer counts under selective_layer. The trace's raw peak must equal the estimate.
+TEST(Fsdp2SynthVariantsTest, TracePeakEqualsTheEstimateWhereverThePeakFalls) {
+  struct Variant {
+    const char* name;
+    void (*edit)(model::Job&);
+  };
+  const Variant variants[] = {
+      {"long sequence", [](model::Job& j) { j.model.seq_length = 2048; }},
+      {"accumulation", [](model::Job& j) { j.train.global_batch_size = 8; }},
+      {"tp2", [](model::Job& j) {
+         j.model.tensor_model_parallel_size = 2;
+         j.memtune.world_size = 4;
+       }},
+      {"no reshard, no AC", [](model::Job& j) {
+         j.memtune.fsdp2.reshard_after_forward = false;
+         j.memtune.fsdp2.activation_checkpoint = "none";
+       }},
+      {"5 layers, selective_layer", [](model::Job& j) {
+         j.model.num_layers = 5;
+         j.memtune.fsdp2.activation_checkpoint = "selective_layer";
+       }},
+      {"compile, selective_op", [](model::Job& j) {
+         j.memtune.fsdp2.compile = true;
+         j.memtune.fsdp2.activation_checkpoint = "selective_op";
+       }},
+  };
+  for (const Variant& v : variants) {
+    model::Job job = Fsdp2Job("full");
+    v.edit(job);
+    Recorder rec = Record(job, 2);
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e) << v.name << ": " << e.error().message;
+    EXPECT_EQ(rec.peak_bytes, e->peak_allocated_bytes) << v.name << " at " << FormatLabel(rec.peak_label);
+  }
+}
+
 TEST(Fsdp2SynthReshardTest, WithoutReshardAfterForwardTheTraceStillMatchesTheEstimator) {
   model::Job job = Fsdp2Job("full");
   job.memtune.fsdp2.reshard_after_forward = false;  // every block stays gathered until its backward

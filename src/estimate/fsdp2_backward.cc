@@ -1,0 +1,65 @@
+// Walks a block's backward op sequence (fsdp2_backward.h) in bytes for its peak.
+#include "fsdp2_backward.h"
+
+#include <string_view>
+#include <vector>
+
+namespace memtune::estimate::internal {
+namespace {
+
+class Walk {
+ public:
+  Walk(std::vector<Fsdp2Tensor> saved, std::int64_t incoming) : saved_(std::move(saved)) {
+    for (const auto& t : saved_) saved_bytes_ += t.bytes;
+    grad_out_ = Alloc(incoming, "grad_out");
+  }
+  int grad_out() const { return grad_out_; }
+  const Fsdp2BackwardPeak& peak() const { return peak_; }
+
+  int Alloc(std::int64_t bytes, const char*) {
+    sizes_.push_back(bytes);
+    temps_ += bytes;
+    Note();
+    return static_cast<int>(sizes_.size()) - 1;
+  }
+  void Free(int id) {
+    if (id < 0) return;
+    temps_ -= sizes_[id];
+    sizes_[id] = 0;
+  }
+  void Take(const char* name) {
+    for (auto& t : saved_) {
+      if (t.bytes > 0 && std::string_view(t.name) == name) {
+        saved_bytes_ -= t.bytes;
+        t.bytes = 0;
+        return;
+      }
+    }
+  }
+  void WeightGrad(std::int64_t bytes) {
+    temps_ += bytes;
+    Note();
+  }
+
+ private:
+  void Note() {
+    if (saved_bytes_ + temps_ > peak_.Total()) peak_ = {saved_bytes_, temps_};
+  }
+  std::vector<Fsdp2Tensor> saved_;
+  std::vector<std::int64_t> sizes_;
+  std::int64_t saved_bytes_ = 0, temps_ = 0;
+  int grad_out_ = -1;
+  Fsdp2BackwardPeak peak_;
+};
+
+}  // namespace
+
+Fsdp2BackwardPeak WalkBlockBackward(const Fsdp2Facts& f, bool checkpointed) {
+  std::vector<Fsdp2Tensor> saved = f.block_eager;
+  if (checkpointed) saved.push_back({"act.block_input", f.block_input_bytes});
+  Walk walk(std::move(saved), 2 * f.tokens / f.tp * f.hidden);
+  Fsdp2BlockBackward(f, walk.grad_out(), walk);
+  return walk.peak();
+}
+
+}  // namespace memtune::estimate::internal
