@@ -122,8 +122,8 @@ FreeBlockSet::Slot FreeBlockSet::Replace(Slot slot, std::uint64_t old_ptr, Block
       InsertMember(slot, ptr, id);
       return slot;
     }
-    const std::size_t at = size < old_size ? SizeLowerBound(groups, size, 0, k)
-                                           : SizeLowerBound(groups, size, k + 1, groups.size());
+    const std::size_t at = size < old_size ? SizeLowerBoundBelow(groups, size, k)
+                                           : SizeLowerBoundAbove(groups, size, k);
     if (at < groups.size() && groups[at].size == size) {
       InsertMember(groups[at].slot, ptr, id);
       return groups[at].slot;
@@ -134,14 +134,14 @@ FreeBlockSet::Slot FreeBlockSet::Replace(Slot slot, std::uint64_t old_ptr, Block
   // The old key is its group's only member: move the group to the new size's place,
   // shifting only the groups in between, or join the group of that size.
   if (size < groups[k].size) {
-    const std::size_t at = SizeLowerBound(groups, size, 0, k);
+    const std::size_t at = SizeLowerBoundBelow(groups, size, k);
     if (groups[at].size == size) return JoinGroup(slot, at, ptr, id);
     for (; k > at; --k) {
       groups[k] = groups[k - 1];
       where_[groups[k].slot].group = static_cast<std::uint32_t>(k);
     }
   } else if (size > groups[k].size) {
-    const std::size_t at = SizeLowerBound(groups, size, k + 1, groups.size());
+    const std::size_t at = SizeLowerBoundAbove(groups, size, k);
     if (at < groups.size() && groups[at].size == size) return JoinGroup(slot, at, ptr, id);
     for (; k + 1 < at; ++k) {
       groups[k] = groups[k + 1];

@@ -161,6 +161,25 @@ class FreeBlockSet {
     }
     return static_cast<std::size_t>(base - groups.data()) + (base->size < size ? 1 : 0);
   }
+  // SizeLowerBound over groups[0, k) for a size below groups[k].size (a split remainder) and
+  // over groups[k + 1, end) for a size above it (a merged block): the new size is usually a
+  // group or two away, so a short linear walk from k comes first, then the halving.
+  static std::size_t SizeLowerBoundBelow(const std::vector<Group>& groups, std::int64_t size,
+                                         std::size_t k) {
+    for (int step = 0; step < kWalkSteps; ++step, --k) {
+      if (k == 0 || groups[k - 1].size < size) return k;
+    }
+    return SizeLowerBound(groups, size, 0, k);
+  }
+  static std::size_t SizeLowerBoundAbove(const std::vector<Group>& groups, std::int64_t size,
+                                         std::size_t k) {
+    std::size_t j = k + 1;
+    for (int step = 0; step < kWalkSteps; ++step, ++j) {
+      if (j == groups.size() || groups[j].size >= size) return j;
+    }
+    return SizeLowerBound(groups, size, j, groups.size());
+  }
+  static constexpr int kWalkSteps = 4;
   // The slot of the group (stream, size), or kNoSlot.
   Slot FindSlot(StreamId stream, std::int64_t size) const;
   // The index of (ptr, id) in group `slot`, or its size() if absent.

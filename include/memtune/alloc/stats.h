@@ -90,18 +90,27 @@ class StatsLedger {
   // reset_peak_memory_stats(): every peak becomes current.
   void ResetPeaks();
 
-  void Apply(const StatEvent& e) {
-    const int pool = 1 + static_cast<int>(e.pool);  // kSmall = 0 -> 1, kLarge = 1 -> 2
-    auto up = [&](StatArray& a, std::int64_t n) {
+  // The one mutator: applies what `e` describes to the counters.
+  [[gnu::always_inline]] void Apply(const StatEvent& e) {
+    // The pool's array index as a constant, so every counter is at a fixed offset.
+    if (e.pool == PoolKind::kLarge) {
+      ApplyTo<2>(e);
+    } else {
+      ApplyTo<1>(e);
+    }
+  }
+
+ private:
+  // Apply for pool index kPool (1 = small_pool, 2 = large_pool; index 0 = all).
+  template <int kPool>
+  [[gnu::always_inline]] void ApplyTo(const StatEvent& e) {
+    auto up = [](StatArray& a, std::int64_t n) {
       a[0].Increase(n);
-      a[pool].Increase(n);
+      a[kPool].Increase(n);
     };
-    auto down = [&](StatArray& a, std::int64_t n) {
+    auto down = [](StatArray& a, std::int64_t n) {
       a[0].Decrease(n);
-      a[pool].Decrease(n);
-    };
-    auto delta = [&](StatArray& a, std::int64_t n) {
-      n > 0 ? up(a, n) : (n < 0 ? down(a, -n) : void());
+      a[kPool].Decrease(n);
     };
     DeviceStats& s = stats_;
     switch (e.kind) {
@@ -123,9 +132,11 @@ class StatsLedger {
         down(s.active_bytes, e.bytes);
         down(s.requested_bytes, e.requested);
         break;
-      case StatEventKind::kInactiveSplit:
-        delta(s.inactive_split, e.count);
-        delta(s.inactive_split_bytes, e.bytes);
+      case StatEventKind::kInactiveSplit:  // net changes: either sign, or none
+        if (e.count > 0) up(s.inactive_split, e.count);
+        if (e.count < 0) down(s.inactive_split, -e.count);
+        if (e.bytes > 0) up(s.inactive_split_bytes, e.bytes);
+        if (e.bytes < 0) down(s.inactive_split_bytes, -e.bytes);
         break;
       case StatEventKind::kSegmentAllocated:
         up(s.segment, 1);
@@ -159,7 +170,6 @@ class StatsLedger {
     }
   }
 
- private:
   DeviceStats stats_;
 };
 

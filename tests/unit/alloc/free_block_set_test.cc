@@ -103,10 +103,13 @@ TEST(FreeBlockSetTest, ReplaceMovesJoinsOrLeavesGroups) {
 
 // Random inserts, erases (by key and by slot) and replacements (split remainders, and
 // Replace to any size: moving a lone group down or up, joining another group, or leaving a
-// shared one) with few distinct sizes (long runs of equal size, as in a fragmented pool) must
-// leave the same sequence as std::set, forwards and backwards.
-TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
-  std::mt19937_64 rng(7);
+// shared one) over `distinct_sizes` sizes must leave the same sequence as std::set, forwards
+// and backwards.
+void ExpectMatchesStdSetUnderRandomOperations(std::uint64_t seed, int distinct_sizes) {
+  std::mt19937_64 rng(seed);
+  const auto pick_size = [&] {
+    return 512 * static_cast<std::int64_t>(1 + rng() % static_cast<std::uint64_t>(distinct_sizes));
+  };
   FreeBlockSet set;
   std::set<Tuple> model;
   std::vector<BlockId> free_ids;
@@ -124,7 +127,7 @@ TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
         ++next_id;
       }
       const StreamId stream = rng() % 3 == 0 ? 0x7f10 : 0;
-      const std::int64_t size = 512 * static_cast<std::int64_t>(1 + rng() % 6);
+      const std::int64_t size = pick_size();
       slot_of[id] = set.Insert(FreeKey(stream, size, next_ptr, id));
       model.emplace(stream, size, next_ptr, id);
       next_ptr += 0x1000;
@@ -140,7 +143,7 @@ TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
         }
         free_ids.push_back(id);
       } else if (roll < 8) {  // merge-like: any new size and address, same stream and id
-        const std::int64_t new_size = 512 * static_cast<std::int64_t>(1 + rng() % 6);
+        const std::int64_t new_size = pick_size();
         slot_of[id] = set.Replace(slot_of[id], ptr, id, new_size, next_ptr, id);
         model.emplace(stream, new_size, next_ptr, id);
         next_ptr += 0x1000;
@@ -164,6 +167,17 @@ TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
     EXPECT_TRUE(set.Contains(k));
   }
   EXPECT_EQ(std::vector<Tuple>(backwards.rbegin(), backwards.rend()), expected);
+}
+
+// Few distinct sizes: long runs of equal size, as in a fragmented pool.
+TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
+  ExpectMatchesStdSetUnderRandomOperations(7, 6);
+}
+
+// Many distinct sizes: a replaced key's new size is often more groups away than Replace's
+// short linear walk (kWalkSteps) covers, so the halving search behind it is used too.
+TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperationsWithManySizes) {
+  ExpectMatchesStdSetUnderRandomOperations(11, 40);
 }
 
 }  // namespace
