@@ -163,10 +163,15 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
   }
   // parallelize_llama.py _save_list with "every second mm recomputed": mm #1 wq, #3 wv,
   // #5 w1, #7 w2 (a row-parallel output is the full-sequence partial sum), and flash SDPA.
+  // Eager SAC caches every MUST_SAVE output (torch/utils/checkpoint.py
+  // _CachingTorchDispatchMode stores them whether backward reads them or not); compiled, the
+  // policy only tags graph nodes and AOTAutograd's partitioner saves what the backward graph
+  // reads, which w2's output (consumed by the residual add) is not.
   f.block_sac = {
-      {"sac.wq_out", a * n * q},     {"sac.wv_out", a * n * kv},       {"sac.w1_out", a * n * ffn},
-      {"sac.w2_out", a * n * h},     {"sdpa.out", a * n * q},           {"sdpa.lse", fp32 * n * heads},
+      {"sac.wq_out", a * n * q},   {"sac.wv_out", a * n * kv},  {"sac.w1_out", a * n * ffn},
+      {"sdpa.out", a * n * q},     {"sdpa.lse", fp32 * n * heads},
   };
+  if (!f.compile) f.block_sac.push_back({"sac.w2_out", a * n * h});
   f.block_input_bytes = a * r * h;
   f.outside = {
       {"tokens", 8 * n * 2},  // input ids and labels (int64) on the device

@@ -120,7 +120,8 @@ alloc::HandleId Fsdp2Generator::BlockForward(int layer, HandleId x, bool recompu
   make("mlp.w2_in", 2 * n * ffn, true);
   HandleId out = kNone;
   if (!recompute) {  // non-reentrant checkpoint stops recomputing after the last saved tensor
-    HandleId w2 = make("sac.w2_out", 2 * n * h, false, true);
+    // Compiled, the partitioner does not save w2's output (backward never reads it).
+    HandleId w2 = make("sac.w2_out", 2 * n * h, false, /*must_save=*/!fused);
     if (tp) {
       HandleId scattered = make("fwd.w2_reduce_scatter", 2 * r * h, false);
       release(w2);
