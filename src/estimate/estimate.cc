@@ -76,6 +76,12 @@ Result<Estimate> EstimateMemory(const model::Job& job, const EstimateOptions& op
   if (auto refusal = RefuseInconsistentJob(job)) return *refusal;
   if (auto refusal = RefuseOversizedJob(job)) return *refusal;
   if (options.mode == Mode::kAccurate) return internal::EstimateAccurate(job, options);
+  if (job.memtune.framework == model::Framework::kFsdp2) {  // upstream's formulas know no FSDP2
+    return Unsupported("memtune.framework",
+                       std::string(ModeName(options.mode)) +
+                           " mode reproduces a Megatron estimator, which does not model torchtitan FSDP2 jobs; "
+                           "use --mode accurate");
+  }
   MEMTUNE_TRY(auto estimate, options.mode == Mode::kBridge ? EstimateBridge(job, options)
                                                             : EstimateMegatronLm(job, options));
   MEMTUNE_RETURN_IF_ERROR(internal::FillGpuFacts(job, estimate));  // for the fits verdict

@@ -100,6 +100,17 @@ TEST(Fsdp2Test, ContextParallelSplitsTokensAndShardsOverDpShardTimesCp) {
   EXPECT_EQ(bad.error().field, "model.seq_length");
 }
 
+TEST(Fsdp2Test, CompatibilityModesRefuseFsdp2Jobs) {
+  for (Mode mode : {Mode::kMegatronLm, Mode::kBridge}) {
+    EstimateOptions options;
+    options.mode = mode;
+    auto e = EstimateMemory(Fsdp2Job("full"), options);
+    ASSERT_FALSE(e) << ModeName(mode);
+    EXPECT_EQ(e.error().code, ErrorCode::kUnsupported);
+    EXPECT_EQ(e.error().field, "memtune.framework");
+  }
+}
+
 TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
   struct Case {
     const char* field;
