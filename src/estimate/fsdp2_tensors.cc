@@ -59,6 +59,10 @@ Status CheckModelled(const model::Job& job) {
                                       std::to_string(tp) + " (torchtitan shards heads and the FFN evenly)");
     }
   }
+  if (job.memtune.fsdp2.param_dtype != model::Dtype::kBf16) {  // activations are sized in bf16
+    return Unsupported("memtune.fsdp2.param_dtype",
+                       "only bf16 compute (torchtitan's default mixed precision) is modelled");
+  }
   if (job.memtune.fsdp2.compile && job.memtune.fsdp2.activation_checkpoint == "none") {
     return Unsupported("memtune.fsdp2.compile",
                        "torch.compile without activation checkpointing saves what inductor's "

@@ -130,6 +130,8 @@ TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
          j.memtune.world_size = 8;
        }},
       {"model.add_bias_linear", ErrorCode::kUnsupported, [](model::Job& j) { j.model.add_bias_linear = true; }},
+      {"memtune.fsdp2.param_dtype", ErrorCode::kUnsupported,
+       [](model::Job& j) { j.memtune.fsdp2.param_dtype = model::Dtype::kFp32; }},
   };
   for (const Case& c : cases) {
     model::Job job = Fsdp2Job("full");
