@@ -49,16 +49,6 @@ std::int64_t GradBytes(const Fsdp2Facts& f) {
   return 4 * (f.BlockShardElements() * f.layers + f.RootShardElements());
 }
 
-// Output and final-norm weights: their unsharded gradients come first in backward and wait
-// for the root's reduce-scatter at its end.
-std::int64_t HeadElements(const Fsdp2Facts& f) {
-  std::int64_t elements = 0;
-  for (const auto& p : f.root_params) {
-    if (std::string(p.name) != "tok_embeddings.weight") elements += p.Elements();
-  }
-  return elements;
-}
-
 std::int64_t SavedBlocks(const Fsdp2Facts& f, int count) {
   std::int64_t total = 0;
   for (int l = 0; l < count; ++l) total += f.BlockKeptBytes(l);
@@ -102,7 +92,7 @@ Parts BackwardBase(const Fsdp2Facts& f, bool explain) {
   AddState(f, explain, parts);
   Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(), ComponentKind::kTransient,
       "root group all-gathered until the root's post-backward", explain);
-  Add(parts, "grads.root_unsharded", f.param_bytes * HeadElements(f), ComponentKind::kTransient,
+  Add(parts, "grads.root_unsharded", f.param_bytes * f.HeadElements(), ComponentKind::kTransient,
       "output and final-norm weight gradients, reduce-scattered with the root at the end of backward", explain);
   Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels", explain);
   return parts;

@@ -5,6 +5,7 @@
 #include "fsdp2_tensors.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "memtune/model/parameters.h"
@@ -203,6 +204,14 @@ std::int64_t Fsdp2Facts::RootShardElements() const {
 
 std::int64_t Fsdp2Facts::BlockUnshardedElements() const { return BlockShardElements() * shard; }
 std::int64_t Fsdp2Facts::RootUnshardedElements() const { return RootShardElements() * shard; }
+
+std::int64_t Fsdp2Facts::HeadElements() const {
+  std::int64_t elements = 0;
+  for (const auto& p : root_params) {
+    if (std::string_view(p.name) != "tok_embeddings.weight") elements += p.Elements();
+  }
+  return elements;
+}
 
 bool Fsdp2Facts::Checkpointed(int layer) const {
   switch (ac) {

@@ -79,6 +79,9 @@ struct Fsdp2Facts {
   std::int64_t RootShardElements() const;
   std::int64_t BlockUnshardedElements() const;  // padded: shard * piece, all params
   std::int64_t RootUnshardedElements() const;
+  // Output and final-norm weights (TP-local, unpadded): their gradients come first in
+  // backward and wait for the root's reduce-scatter at its end.
+  std::int64_t HeadElements() const;
   // Bytes one block keeps for backward under the AC mode (block `layer`).
   std::int64_t BlockKeptBytes(int layer) const;
   // Whether block `layer` runs under a checkpoint (its backward recomputes).

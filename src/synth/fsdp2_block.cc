@@ -18,8 +18,7 @@ namespace memtune::synth {
 using estimate::internal::Fsdp2Ac;
 
 
-alloc::HandleId Fsdp2Generator::BlockForward(int layer, HandleId x, bool recompute, std::vector<Named>& kept) {
-  (void)x;  // the input's bytes are already allocated; the ops read it
+alloc::HandleId Fsdp2Generator::BlockForward(int layer, bool recompute, std::vector<Named>& kept) {
   const bool sac = f_.ac == Fsdp2Ac::kSelectiveOp;
   // kEager: the tensors autograd saves (no checkpoint, or a recompute re-creating them);
   // kSac: the policy's MUST_SAVE outputs; kNothing: a fully checkpointed block.
@@ -188,9 +187,8 @@ alloc::HandleId Fsdp2Generator::FinalNorm(std::vector<Named>& kept) {
   return Alloc(2 * r * h, "final_norm.out");
 }
 
-alloc::HandleId Fsdp2Generator::BlockBackward(int layer, HandleId grad_out, std::vector<Named>& saved,
+alloc::HandleId Fsdp2Generator::BlockBackward(HandleId grad_out, std::vector<Named>& saved,
                                               std::vector<HandleId>& weight_grads) {
-  (void)layer;
   Exec x{*this, &saved, &weight_grads, {}};
   const int dx = estimate::internal::Fsdp2BlockBackward(f_, x.Adopt(grad_out), x);
   for (auto& t : saved) Free(t.handle);  // the checkpoint input and any policy leftovers

@@ -120,7 +120,7 @@ void Fsdp2Generator::Forward(int microbatch) {
     label_.layer = l;
     Unshard(l);
     std::vector<Named> kept;
-    HandleId out = BlockForward(l, x, /*recompute=*/false, kept);
+    HandleId out = BlockForward(l, /*recompute=*/false, kept);
     if (f_.Checkpointed(l)) {
       kept.push_back({"act.block_input", x});  // the checkpoint keeps its input
     } else {
@@ -182,11 +182,7 @@ alloc::HandleId Fsdp2Generator::LossBackward() {
   Free(grad32);
   const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden;
   HandleId dx = Alloc(2 * n * h, "bwd.output_dgrad");
-  std::int64_t head = 0;  // output and final-norm weights: unsharded gradients
-  for (const auto& p : f_.root_params) {
-    if (std::string_view(p.name) != "tok_embeddings.weight") head += p.Elements();
-  }
-  root_head_grads_ = Alloc(f_.param_bytes * head, "grad.output");
+  root_head_grads_ = Alloc(f_.param_bytes * f_.HeadElements(), "grad.output");
   Free(grad16);
   for (auto& t : outside_) {
     if (std::string_view(t.name) == "output.gemm_input") Free(t.handle);
@@ -214,17 +210,13 @@ void Fsdp2Generator::Backward(int microbatch) {
     if (l > 0) Unshard(l - 1);  // backward prefetch of the next block's all-gather
     std::vector<Named>& saved = block_saved_[l];
     if (f_.Checkpointed(l)) {
-      HandleId input = kNone;
-      for (const auto& t : saved) {
-        if (std::string_view(t.name) == "act.block_input") input = t.handle;
-      }
-      label_.phase = Phase::kRecompute;
-      HandleId out = BlockForward(l, input, /*recompute=*/true, saved);
+      label_.phase = Phase::kRecompute;  // the checkpoint input is in `saved`
+      HandleId out = BlockForward(l, /*recompute=*/true, saved);
       Free(out);
       label_.phase = Phase::kBackward;
     }
     std::vector<HandleId> weight_grads;
-    grad = BlockBackward(l, grad, saved, weight_grads);
+    grad = BlockBackward(grad, saved, weight_grads);
     ReduceScatter(l, weight_grads, accumulate);
     Reshard(l);
   }

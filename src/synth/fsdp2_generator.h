@@ -44,13 +44,13 @@ class Fsdp2Generator {
   void ReduceScatter(int group, std::vector<HandleId>& unsharded_grads, bool accumulate);
   void Forward(int microbatch);
   void Backward(int microbatch);
-  // One block's forward ops; returns the block output. `keep` receives what backward needs
-  // under the AC mode (recompute: the eager saved set, everything re-created).
-  HandleId BlockForward(int layer, HandleId input, bool recompute, std::vector<Named>& kept);
+  // One block's forward ops (reading its input, already live); returns the block output.
+  // `kept` receives what backward needs under the AC mode (recompute: the eager saved set,
+  // everything re-created, and kNone for the output).
+  HandleId BlockForward(int layer, bool recompute, std::vector<Named>& kept);
   // One block's backward: consumes (frees) `saved` and the output gradient, returns the
   // input gradient; the block's unsharded weight gradients go to `weight_grads`.
-  HandleId BlockBackward(int layer, HandleId grad_out, std::vector<Named>& saved,
-                         std::vector<HandleId>& weight_grads);
+  HandleId BlockBackward(HandleId grad_out, std::vector<Named>& saved, std::vector<HandleId>& weight_grads);
   // The eager final RMSNorm (models/norms.py): x.float() and the bf16 normalised output are
   // saved in `kept`; returns the output (`* weight`).
   HandleId FinalNorm(std::vector<Named>& kept);

@@ -100,6 +100,20 @@ TEST(Fsdp2Test, ContextParallelSplitsTokensAndShardsOverDpShardTimesCp) {
   EXPECT_EQ(bad.error().field, "model.seq_length");
 }
 
+TEST(Fsdp2Test, FactsRefuseAShardDegreeOrModeTheChecksWouldCatch) {
+  // The synthesizer sizes jobs without EstimateMemory's structural checks: the facts must
+  // refuse a non-dividing shard degree and an unknown AC mode on their own.
+  auto job = Fsdp2Job("full");
+  job.memtune.fsdp2.shard_degree = 3;  // 2 GPUs
+  auto facts = MakeFsdp2Facts(job);
+  ASSERT_FALSE(facts);
+  EXPECT_EQ(facts.error().code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(facts.error().field, "memtune.fsdp2.shard_degree");
+  facts = MakeFsdp2Facts(Fsdp2Job("sometimes"));
+  ASSERT_FALSE(facts);
+  EXPECT_EQ(facts.error().field, "memtune.fsdp2.activation_checkpoint");
+}
+
 TEST(Fsdp2Test, CompatibilityModesRefuseFsdp2Jobs) {
   for (Mode mode : {Mode::kMegatronLm, Mode::kBridge}) {
     EstimateOptions options;
@@ -132,6 +146,13 @@ TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
       {"model.add_bias_linear", ErrorCode::kUnsupported, [](model::Job& j) { j.model.add_bias_linear = true; }},
       {"memtune.fsdp2.param_dtype", ErrorCode::kUnsupported,
        [](model::Job& j) { j.memtune.fsdp2.param_dtype = model::Dtype::kFp32; }},
+      {"model.pipeline_model_parallel_size", ErrorCode::kUnsupported,
+       [](model::Job& j) {
+         j.model.pipeline_model_parallel_size = 2;
+         j.memtune.world_size = 4;
+       }},
+      {"model.multi_latent_attention", ErrorCode::kUnsupported,
+       [](model::Job& j) { j.model.multi_latent_attention = true; }},
   };
   for (const Case& c : cases) {
     model::Job job = Fsdp2Job("full");
