@@ -13,7 +13,9 @@ namespace memtune::alloc::internal {
 class AddressSpace {
  public:
   static constexpr std::uint64_t kBase = 0x7f0000000000ULL;  // typical CUDA UVA device range
-  static constexpr std::uint64_t kSpan = 1ULL << 46;         // bytes (64 TiB)
+  // bytes (1 EiB): expandable segments reserve 1.125 x capacity of address space per stream
+  // and pool, so even at the largest capacity memtune accepts (1 PiB) hundreds fit.
+  static constexpr std::uint64_t kSpan = 1ULL << 60;
   static constexpr std::uint64_t kAlign = 2ULL << 20;        // bytes (2 MiB)
 
   AddressSpace();

@@ -48,11 +48,11 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
                    const std::string& rank, const ValidateOptions& validate) {
   Prediction p;
   p.mode = mode;
-  const bool allocator_metric = c.metric == "max_reserved" || c.metric == "device_used";
-  if (c.metric != "max_allocated" && !(allocator_metric && mode == Mode::kAccurate && validate.allocator_metric)) {
+  // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay.
+  const bool allocator_metric = c.metric != "max_allocated";
+  if (allocator_metric && !(mode == Mode::kAccurate && validate.allocator_metric)) {
     p.status = "unsupported";
-    p.reason = allocator_metric ? "metric " + c.metric + " needs the allocator simulator (accurate mode only)"
-                                : "metric " + c.metric + " is not predicted";
+    p.reason = "metric " + c.metric + " needs the allocator simulator (accurate mode only)";
     return p;
   }
   EstimateOptions options;

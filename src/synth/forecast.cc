@@ -64,6 +64,7 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
   const TraceSummary s = synth.Synthesize(pp_rank, sink);
   if (summary != nullptr) *summary = s;
   run.peak_event = FormatLabel(sink.peak_label());
+  run.peak_active_bytes = sim.stats().active_bytes[0].peak;
   if (allocated_event != nullptr) *allocated_event = FormatLabel(sink.allocated_label());
   return run;
 }

@@ -12,24 +12,29 @@
 namespace memtune::cli {
 namespace {
 
-// max_reserved / device_used of the accurate mode: replay every rank's synthesized trace
-// under the job's allocator config (docs/synth.md). device_used adds the CUDA context and
-// non-PyTorch memory to reserved.
+// max_reserved / device_used / peak_active of the accurate mode: replay every rank's
+// synthesized trace under the job's allocator config (docs/synth.md). device_used adds the
+// CUDA context and non-PyTorch memory to reserved; peak_active is the replay's
+// active_bytes.all.peak (allocated plus blocks still awaiting another stream).
 Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job, const estimate::Estimate& e,
                                                      const std::string& metric, const std::string& rank) {
   synth::ForecastOptions options;
   options.capacity_bytes = e.gpu_capacity_bytes;
   options.non_pytorch_bytes = e.non_pytorch_bytes;
   MEMTUNE_TRY(auto f, synth::ForecastJob(job, options));
+  const bool active = metric == "peak_active";
+  const std::int64_t extra = metric == "device_used" ? e.non_pytorch_bytes : 0;
+  auto value = [&](const synth::StageForecast& s) {
+    return (active ? s.own.peak_active_bytes : s.own.peak_reserved_bytes) + extra;
+  };
   const synth::StageForecast* pick = &f.stages.front();
   if (rank == "last") pick = &f.stages.back();
   if (rank == "max") {
     for (const auto& s : f.stages) {
-      if (s.own.peak_reserved_bytes > pick->own.peak_reserved_bytes) pick = &s;
+      if (value(s) > value(*pick)) pick = &s;
     }
   }
-  const std::int64_t extra = metric == "device_used" ? e.non_pytorch_bytes : 0;
-  return std::pair<int, std::int64_t>{pick->pp_rank, pick->own.peak_reserved_bytes + extra};
+  return std::pair<int, std::int64_t>{pick->pp_rank, value(*pick)};
 }
 
 }  // namespace

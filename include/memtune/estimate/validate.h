@@ -70,7 +70,8 @@ struct ValidateOptions {
   // Predict this rank ("max", "rank0", "last") instead of each case's measured.rank
   // (for diagnosing which stage a published number came from); "" = the case's rank.
   std::string rank_override;
-  // Predicts an allocator metric ("max_reserved" or "device_used") of the accurate mode:
+  // Predicts an allocator metric ("max_reserved", "device_used" or "peak_active") of the
+  // accurate mode:
   // given the job, its estimate and the rank selector ("max", "rank0", "last"), returns the
   // pipeline rank used and the bytes. The estimate library cannot run the allocator
   // simulator (synth depends on it), so callers that link synth set this (memtune validate
@@ -82,8 +83,9 @@ struct ValidateOptions {
 
 // Predicts every case: parses its job (model::ParseJobText), estimates it, and reads the
 // metric for the case's rank (max: the most loaded stage; rank0: stage 0; last: the last
-// stage). max_allocated is the estimate's; max_reserved and device_used come from
-// `allocator_metric` (accurate mode only); peak_active is "unsupported". A job that does not parse or estimate is status "error" or
+// stage). max_allocated is the estimate's; max_reserved, device_used and peak_active come
+// from `allocator_metric` (accurate mode only). A job that does not parse or estimate is
+// status "error" or
 // "unsupported" with the reason. Never fails as a whole.
 ValidationReport Validate(const std::vector<ValidationCase>& cases, const ValidateOptions& options);
 

@@ -24,6 +24,8 @@ struct AllocatorRun {
   std::int64_t peak_allocated_bytes = 0;   // up to the OOM when oom
   std::int64_t peak_reserved_bytes = 0;
   std::int64_t unallocated_at_peak_bytes = 0;  // reserved - allocated when reserved peaked
+  std::int64_t peak_active_bytes = 0;      // allocated + blocks awaiting a stream's use
+                                           // (PyTorch active_bytes.all.peak); up to the OOM
   std::string peak_event;             // label of the allocation that set the reserved peak
   bool oom = false;
   std::string oom_event;              // label and size of the allocation that failed

@@ -44,6 +44,19 @@ TEST(Section49Test, Example1ExpandableWins) {
   EXPECT_EQ(exp.stats().num_device_alloc, 2);
 }
 
+TEST(ExpandableTest, HugeCapacityStillReservesAddressSpaceOnManyStreams) {
+  // Each (stream, pool) segment reserves 1.125 x capacity of virtual addresses. At 1 PiB
+  // (the largest capacity a job may give, and what "no GPU given" replays use) the address
+  // model must hold many of them: this failed with an OOM at the first allocation while the
+  // model's range was 64 TiB.
+  Simulator exp = MakeSim(kExpandable, std::int64_t{1} << 50);
+  for (StreamId stream = 0; stream < 8; ++stream) {
+    MustAlloc(exp, static_cast<HandleId>(2 * stream), 100 * kMiB, stream);  // large pool
+    MustAlloc(exp, static_cast<HandleId>(2 * stream + 1), 1000, stream);    // small pool
+  }
+  EXPECT_EQ(Reserved(exp), 8 * (100 * kMiB + 2 * kMiB));
+}
+
 TEST(Section49Test, Example2NativeWins) {
   // x = 1000 B; A = 5 MiB; B = 30 MiB + 1; free(A); C = 18 MiB.
   Simulator native = MakeSim();

@@ -65,6 +65,48 @@ TEST(ValidateTest, PublicCasesArePredictedOrUnsupportedNeverDropped) {
   EXPECT_LE(report.summary.p90_abs_error_pct, report.summary.max_abs_error_pct);
 }
 
+ValidationCase OneCase(const std::string& metric) {
+  auto cases = ParseValidationCases(
+      R"({"id": "a", "job": {"model": {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, )"
+      R"("ffn_hidden_size": 128, "vocab_size": 256, "seq_length": 32}, )"
+      R"("train": {"micro_batch_size": 1, "global_batch_size": 1}}, )"
+      R"("measured": {"metric": ")" + metric + R"(", "bytes": 1000, "rank": "last"}})",
+      "c");
+  EXPECT_TRUE(cases) << cases.error().Describe();
+  return cases ? cases->front() : ValidationCase{};
+}
+
+TEST(ValidateTest, AllocatorMetricsNeedTheReplay) {
+  for (const char* metric : {"max_reserved", "device_used", "peak_active"}) {
+    const auto report = Validate({OneCase(metric)}, {});
+    ASSERT_EQ(report.cases.size(), 1u);
+    EXPECT_EQ(report.cases[0].accurate.status, "unsupported");
+    EXPECT_EQ(report.cases[0].accurate.reason,
+              std::string("metric ") + metric + " needs the allocator simulator (accurate mode only)");
+  }
+}
+
+TEST(ValidateTest, PeakActiveIsAskedOfTheReplayForTheCasesRank) {
+  ValidateOptions options;
+  std::string seen_metric, seen_rank;
+  options.allocator_metric = [&](const model::Job&, const Estimate&, const std::string& metric,
+                                 const std::string& rank) -> Result<std::pair<int, std::int64_t>> {
+    seen_metric = metric;
+    seen_rank = rank;
+    return std::pair<int, std::int64_t>{0, 1100};
+  };
+  const auto report = Validate({OneCase("peak_active")}, options);
+  ASSERT_EQ(report.cases.size(), 1u);
+  const auto& p = report.cases[0].accurate;
+  EXPECT_EQ(p.status, "ok") << p.reason;
+  EXPECT_EQ(seen_metric, "peak_active");
+  EXPECT_EQ(seen_rank, "last");
+  ASSERT_TRUE(p.predicted_bytes);
+  EXPECT_EQ(*p.predicted_bytes, 1100);
+  ASSERT_TRUE(p.error_pct);
+  EXPECT_DOUBLE_EQ(*p.error_pct, 10.0);
+}
+
 TEST(ValidateTest, RankOverridePicksTheStage) {
   const auto cases = PublicCases();
   ValidateOptions last;
