@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "activations.h"
 #include "fsdp2_estimate.h"
@@ -11,6 +12,7 @@
 #include "memtune/model/gpu_catalog.h"
 #include "model_state.h"
 #include "rank_components.h"
+#include "schedule_internal.h"
 
 namespace memtune::estimate::internal {
 namespace {
@@ -35,9 +37,11 @@ Status CheckSupported(const model::Job& job) {
 // TE is_non_tn_fp8_gemm_supported(): compute capability >= 10 (Blackwell). memtune
 // decides by the catalog name; unknown GPUs are treated as Hopper (transposes kept).
 // Catalog names are lower case.
-bool NeedsFp8Transpose(const std::string& catalog_name) {
-  for (const char* blackwell : {"b100", "b200", "b300", "gb200", "gb300", "rtx-pro-6000"}) {
-    if (catalog_name.find(blackwell) != std::string::npos) return false;
+bool NeedsFp8Transpose(std::string_view catalog_name) {
+  using namespace std::string_view_literals;
+  for (std::string_view blackwell :
+       {"b100"sv, "b200"sv, "b300"sv, "gb200"sv, "gb300"sv, "rtx-pro-6000"sv}) {
+    if (catalog_name.find(blackwell) != std::string_view::npos) return false;
   }
   return true;
 }
@@ -105,21 +109,22 @@ Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& 
     return fsdp2;
   }
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job));
-  MEMTUNE_TRY(auto stages, BuildPipelineLayout(job.model));
+  MEMTUNE_TRY(const auto layout, BuildPipelineChunks(job.model));
   MEMTUNE_TRY(auto gpu, LookUpGpu(job));
   const JobFacts facts = MakeJobFacts(job, options);
   Estimate e;
   e.mode = Mode::kAccurate;
   e.gpu_capacity_bytes = gpu.capacity_bytes;
   e.non_pytorch_bytes = gpu.context_bytes;
-  e.ranks.reserve(stages.size());
-  for (const auto& stage : stages) {
-    RankEstimate rank = EstimateRank(job, facts, stage, gpu.fp8_transpose);
-    if (rank.allocated_bytes > e.peak_allocated_bytes || e.ranks.empty()) {
+  const ModelStateRules state_rules = MakeModelStateRules(job, gpu.fp8_transpose);
+  e.ranks.resize(layout.pp_size);
+  for (int r = 0; r < layout.pp_size; ++r) {
+    RankEstimate& rank = e.ranks[r];
+    EstimateRank(job, facts, r, layout.Stage(r), state_rules, rank);
+    if (rank.allocated_bytes > e.peak_allocated_bytes || r == 0) {
       e.peak_allocated_bytes = rank.allocated_bytes;
       e.peak_pp_rank = rank.pp_rank;
     }
-    e.ranks.push_back(std::move(rank));
   }
   if (options.with_explanations) AddAssumptions(job, e);
   return e;

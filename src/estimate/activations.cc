@@ -3,6 +3,9 @@
 #include "activations.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "layer_tensors.h"
 #include "memtune/model/parameters.h"
@@ -10,12 +13,7 @@
 namespace memtune::estimate::internal {
 namespace {
 
-struct TensorInfo {
-  const char* name;
-  const char* explanation;
-};
-
-constexpr TensorInfo kTensorInfo[kNumActTensors] = {
+constexpr ActTensorText kTensorInfo[kNumActTensors] = {
     {"act.ln1_input", "layer input saved for the input-norm backward (TE LayerNormLinear inputmat)"},
     {"act.ln1_output", "input-norm output saved for the linear_qkv wgrad (fp8 local shard under SP)"},
     {"act.attn_qkv", "q and k after fused RoPE, plus the linear_qkv output the v view keeps alive"},
@@ -41,14 +39,17 @@ constexpr TensorInfo kTensorInfo[kNumActTensors] = {
     {"act.checkpoint_input", "full recompute: inputs of the checkpointed layers"},
 };
 
-bool Has(const model::ModelConfig& m, const char* module) {
-  return std::find(m.recompute_modules.begin(), m.recompute_modules.end(), module) !=
-         m.recompute_modules.end();
+// (string_view: the literal's length is known, so most names differ by size alone.)
+bool Contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-bool Targets(const model::PeftConfig& p, const char* module) {
-  return std::find(p.target_modules.begin(), p.target_modules.end(), module) !=
-         p.target_modules.end();
+bool Has(const model::ModelConfig& m, std::string_view module) {
+  return Contains(m.recompute_modules, module);
+}
+
+bool Targets(const model::PeftConfig& p, std::string_view module) {
+  return Contains(p.target_modules, module);
 }
 
 // Bridge peft/utils.py _sequence_parallel_input_regather_eligibility (megatron.md §6).
@@ -148,8 +149,11 @@ void FillLora(const ActContext& c, bool moe_layer, ActBytes& a) {
 
 }  // namespace
 
-const char* ActTensorName(ActTensor tensor) { return kTensorInfo[tensor].name; }
-const char* ActTensorExplanation(ActTensor tensor) { return kTensorInfo[tensor].explanation; }
+const char* ActTensorName(ActTensor tensor) { return kTensorInfo[tensor].name.data(); }
+const char* ActTensorExplanation(ActTensor tensor) {
+  return kTensorInfo[tensor].explanation.data();
+}
+const ActTensorText& ActTensorTextOf(ActTensor tensor) { return kTensorInfo[tensor]; }
 
 ActContext MakeActContext(const model::Job& job) {
   const auto& m = job.model;
@@ -214,15 +218,24 @@ ActBytes LayerActivations(const ActContext& c, bool moe_layer, bool fp8_layer) {
 }
 
 std::int64_t LayerBackwardWorkspace(const ActContext& c, bool moe_layer, bool fp8_layer) {
+  return LayerBackwardWorkspace(c, moe_layer, fp8_layer, LayerActivations(c, moe_layer, fp8_layer));
+}
+
+std::int64_t LayerBackwardWorkspace(const ActContext& c, bool moe_layer, bool fp8_layer,
+                                    const ActBytes& kept) {
   // The MLP backward's working set, tensor by tensor, lives in layer_tensors.cc (shared
   // with the trace synthesizer, src/synth/); it is all live at the MLP backward's peak.
   const std::int64_t working = SumBytes(LayerBackwardTransients(c, moe_layer, fp8_layer));
-  // Selective-recompute replay of this layer's checkpointed parts.
+  // Selective-recompute replay of this layer's checkpointed parts (none without selective
+  // recompute: the layer then keeps what it would keep without it).
+  const bool selective = c.recompute_core_attn || c.recompute_mlp || c.recompute_moe ||
+                         c.recompute_moe_act || c.recompute_layernorm || c.recompute_mla_up ||
+                         c.recompute_shared;
+  if (!selective) return working;
   ActContext plain = c;
   plain.recompute_core_attn = plain.recompute_mlp = plain.recompute_moe = false;
   plain.recompute_moe_act = plain.recompute_layernorm = plain.recompute_mla_up = false;
   plain.recompute_shared = false;
-  const ActBytes kept = LayerActivations(c, moe_layer, fp8_layer);
   const ActBytes full = LayerActivations(plain, moe_layer, fp8_layer);
   const std::int64_t replay = std::max<std::int64_t>(0, SumBytes(full) - SumBytes(kept));
   return working + replay;

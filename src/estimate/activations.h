@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 #include "memtune/model/job.h"
 
@@ -41,6 +42,12 @@ enum ActTensor : int {
 const char* ActTensorName(ActTensor tensor);
 // One-line explanation of a tensor, static storage.
 const char* ActTensorExplanation(ActTensor tensor);
+// The same two together, as views (lengths known: the estimator's hot path copies them).
+struct ActTensorText {
+  std::string_view name;  // views of literals: data() is NUL-terminated
+  std::string_view explanation;
+};
+const ActTensorText& ActTensorTextOf(ActTensor tensor);
 
 using ActBytes = std::array<std::int64_t, kNumActTensors>;
 
@@ -79,6 +86,9 @@ ActBytes LayerActivations(const ActContext& ctx, bool moe_layer, bool fp8_layer)
 // Largest backward working set of one layer (gradients, gathered GEMM inputs, fp8
 // quantized gradients, and the selective-recompute replay), per micro-batch and rank.
 std::int64_t LayerBackwardWorkspace(const ActContext& ctx, bool moe_layer, bool fp8_layer);
+// The same, given the layer's LayerActivations(ctx, moe_layer, fp8_layer) (computed once).
+std::int64_t LayerBackwardWorkspace(const ActContext& ctx, bool moe_layer, bool fp8_layer,
+                                    const ActBytes& layer_activations);
 
 // Input kept by one full-recompute checkpoint (the layer input, split over TP with
 // distribute_saved_activations).

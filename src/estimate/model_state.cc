@@ -2,6 +2,7 @@
 #include "model_state.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 
 namespace memtune::estimate::internal {
@@ -14,10 +15,10 @@ using model::TpSplit;
 // Transformer Engine linear weights: the only tensors TE stores in fp8 with fp8 params
 // (MCore fp8_utils / TE module weights; embeddings, norms, router and output layer stay
 // in params_dtype).
+// (strstr: the names are NUL-terminated literals, searched once each per estimate.)
 bool IsTeLinearWeight(const ParamTensor& t) {
-  const std::string_view name = t.name;
-  return !t.is_norm && !t.is_bias && !t.is_buffer && name.find("linear_") != std::string_view::npos &&
-         name.find("router") == std::string_view::npos;
+  return !t.is_norm && !t.is_bias && !t.is_buffer && std::strstr(t.name, "linear_") != nullptr &&
+         std::strstr(t.name, "router") == nullptr;
 }
 
 std::int64_t LocalElements(const ParamTensor& t, int tp, int ep, int etp) {
@@ -28,17 +29,37 @@ std::int64_t LocalElements(const ParamTensor& t, int tp, int ep, int etp) {
   return t.tp_split == TpSplit::kReplicated ? t.Total() : t.Total() / std::max(1, tp);
 }
 
-ListSums SumList(const std::vector<ParamTensor>& list, int tp, int ep, int etp, bool fp8) {
-  ListSums s;
-  for (const auto& t : list) {
-    const std::int64_t n = LocalElements(t, tp, ep, etp);
-    if (t.is_buffer) { s.buffers += n; continue; }
-    const bool as_fp8 = fp8 && IsTeLinearWeight(t);
-    if (t.expert) (as_fp8 ? s.expert_fp8 : s.expert_hp) += n;
-    else (as_fp8 ? s.dense_fp8 : s.dense_hp) += n;
+// SumList(list, fp8) of a tensor list for both values of `fp8` in one pass (each name
+// tested once, no vector built): `all_hp` with every weight in params_dtype, `fp8` with TE
+// linear weights in fp8 (only when `with_fp8`: the names are not read otherwise);
+// `first_hp` sums the first tensor alone (the word embedding).
+class ListSumSink final : public model::ParamTensorSink {
+ public:
+  ListSumSink(int tp, int ep, int etp, bool with_fp8)
+      : tp_(tp), ep_(ep), etp_(etp), with_fp8_(with_fp8) {}
+  void Add(const ParamTensor& t) override {
+    const std::int64_t n = LocalElements(t, tp_, ep_, etp_);
+    AddTo(all_hp, t, n, false);
+    if (with_fp8_) AddTo(fp8, t, n, IsTeLinearWeight(t));
+    if (count_++ == 0) AddTo(first_hp, t, n, false);
   }
-  return s;
-}
+  const ListSums& Sums(bool fp8_weights) const { return fp8_weights ? fp8 : all_hp; }
+  ListSums all_hp, fp8, first_hp;
+
+ private:
+  static void AddTo(ListSums& s, const ParamTensor& t, std::int64_t n, bool as_fp8) {
+    if (t.is_buffer) {
+      s.buffers += n;
+    } else if (t.expert) {
+      (as_fp8 ? s.expert_fp8 : s.expert_hp) += n;
+    } else {
+      (as_fp8 ? s.dense_fp8 : s.dense_hp) += n;
+    }
+  }
+  int tp_, ep_, etp_;
+  bool with_fp8_;
+  int count_ = 0;
+};
 
 bool Targets(const model::PeftConfig& p, std::string_view module) {
   return std::find(p.target_modules.begin(), p.target_modules.end(), module) != p.target_modules.end();
@@ -100,41 +121,57 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
   ParamCatalog c;
   for (int moe = 0; moe < 2; ++moe) {
     if (moe && m.num_moe_experts.value_or(0) <= 0) break;
-    const auto list = model::TransformerLayerParameters(m, moe == 1);
-    c.layer[moe][0] = SumList(list, tp, ep, etp, false);
-    c.layer[moe][1] = SumList(list, tp, ep, etp, fp8_params);
-    const ListSums linear = SumList(list, tp, ep, etp, true);
-    c.te_linear[moe] = linear.dense_fp8 + linear.expert_fp8;
+    ListSumSink layer(tp, ep, etp, true);
+    model::AddTransformerLayerParameters(m, moe == 1, layer);
+    c.layer[moe][0] = layer.Sums(false);
+    c.layer[moe][1] = layer.Sums(fp8_params);
+    c.te_linear[moe] = layer.fp8.dense_fp8 + layer.fp8.expert_fp8;
     c.lora[moe] = LoraElements(job, moe == 1);
   }
-  const auto embedding = model::EmbeddingParameters(m, vocab);
-  c.embedding = SumList(embedding, tp, ep, etp, false);
-  if (!embedding.empty()) c.word_embedding = SumList({embedding.front()}, tp, ep, etp, false);
-  c.output = SumList(model::OutputParameters(m, vocab), tp, ep, etp, false);
+  ListSumSink embedding(tp, ep, etp, false);
+  model::AddEmbeddingParameters(m, vocab, embedding);
+  c.embedding = embedding.Sums(false);
+  c.word_embedding = embedding.first_hp;
+  ListSumSink output(tp, ep, etp, false);
+  model::AddOutputParameters(m, vocab, output);
+  c.output = output.Sums(false);
   if (m.mtp_num_layers.value_or(0) > 0) {
-    c.mtp_extra = SumList(model::MtpExtraParameters(m), tp, ep, etp, fp8_params);
+    ListSumSink mtp(tp, ep, etp, fp8_params);
+    model::AddMtpExtraParameters(m, mtp);
+    c.mtp_extra = mtp.Sums(fp8_params);
   }
-  c.moe_pattern = model::MoeLayerPattern(m);
+  // Without experts every layer is dense: the pattern stays empty (IsMoeLayer reads past
+  // its end as dense) rather than allocating num_layers falses on every estimate.
+  if (m.num_moe_experts.value_or(0) > 0) c.moe_pattern = model::MoeLayerPattern(m);
   return c;
 }
 
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
                            const StageLayout& stage, int pp_size) {
+  return CountRankParams(job, catalog, std::span<const ModelChunk>(stage.chunks), pp_size);
+}
+
+RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
+                           std::span<const ModelChunk> chunks, int pp_size) {
   const auto& m = job.model;
   const bool frozen = job.peft.has_value();
   RankParams r;
   std::int64_t count[2][2] = {};  // layers of each kind, [moe][fp8]
   const bool uniform = m.num_moe_experts.value_or(0) <= 0 && !m.first_last_layers_bf16;
   auto add_layer = [&](int layer) {
-    if (uniform) {  // hot path: dense layers, none kept in bf16
+    if (uniform) {
       ++count[0][1];
       return;
     }
     const bool moe = layer < static_cast<int>(catalog.moe_pattern.size()) && catalog.moe_pattern[layer];
     ++count[moe][IsBf16Layer(m, layer) ? 0 : 1];
   };
-  for (const auto& chunk : stage.chunks) {
-    for (int i = 0; i < chunk.num_layers; ++i) add_layer(chunk.first_layer + i);
+  for (const auto& chunk : chunks) {
+    if (uniform) {  // hot path: dense layers, none kept in bf16
+      count[0][1] += std::max(0, chunk.num_layers);
+    } else {
+      for (int i = 0; i < chunk.num_layers; ++i) add_layer(chunk.first_layer + i);
+    }
     for (int i = 0; i < chunk.num_mtp_layers; ++i) {
       add_layer(static_cast<int>(m.num_layers) + i);
       Add(r, catalog.mtp_extra, 1, frozen);
@@ -160,8 +197,7 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
   return r;
 }
 
-ModelStateBytes ComputeModelState(const model::Job& job, const RankParams& p,
-                                  bool fp8_needs_transpose) {
+ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transpose) {
   const auto& m = job.model;
   const auto& opt = job.optimizer;
   const auto& ddp = job.ddp;
@@ -170,18 +206,42 @@ ModelStateBytes ComputeModelState(const model::Job& job, const RankParams& p,
   const bool fsdp = ddp.use_megatron_fsdp;
   const std::string& strategy = ddp.data_parallel_sharding_strategy;
   const bool sharded_opt = opt.use_distributed_optimizer || (fsdp && strategy != "no_shard");
+  ModelStateRules g;
   // MCore optimizer/__init__.py: the distributed optimizer shards dense state over the
   // (intra-instance) DP x CP group and expert state over the expert-DP group.
-  const std::int64_t dense_shard =
+  g.dense_shard =
       sharded_opt ? std::max<std::int64_t>(1, std::int64_t{model::DataParallelSize(job)} * cp / instances) : 1;
-  const std::int64_t expert_shard =
+  g.expert_shard =
       sharded_opt ? std::max<std::int64_t>(1, model::ExpertDataParallelSize(job) / instances) : 1;
-  const bool shard_grads = fsdp && (strategy == "optim_grads" || strategy == "optim_grads_params");
-  const bool shard_params = fsdp && strategy == "optim_grads_params";
+  g.shard_grads = fsdp && (strategy == "optim_grads" || strategy == "optim_grads_params");
+  g.shard_params = fsdp && strategy == "optim_grads_params";
+  g.fsdp = fsdp;
+  g.pbytes = model::DtypeBytes(m.params_dtype);
+  g.fp8 = !m.fp8.empty();
+  g.fp8_params = g.fp8 && (m.fp8_param || m.fp8_param_gather);
+  g.fp8_needs_transpose = fp8_needs_transpose;
+  // param_and_grad_buffer.py group_params_for_buffers: the grad buffer is fp32 with
+  // grad_reduce_in_fp32, else the parameter's logical dtype; requires_grad params only.
+  g.gbytes = (ddp.grad_reduce_in_fp32 || m.params_dtype == model::Dtype::kFp32) ? 4 : g.pbytes;
+  g.aware = opt.use_precision_aware_optimizer;
+  const bool needs_master = m.params_dtype != model::Dtype::kFp32 || g.fp8_params;
+  g.master = needs_master ? (g.aware ? model::DtypeBytes(opt.main_params_dtype) : 4) : 0;
+  const bool adam = opt.optimizer == "adam";
+  g.m1 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_dtype) : 4) : 0;
+  g.m2 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_sq_dtype) : 4) : 0;
+  g.on_gpu = opt.optimizer_cpu_offload ? 1.0 - opt.optimizer_offload_fraction : 1.0;
+  return g;
+}
 
-  const int pbytes = model::DtypeBytes(m.params_dtype);
-  const bool fp8 = !m.fp8.empty();
-  const bool fp8_params = fp8 && (m.fp8_param || m.fp8_param_gather);
+ModelStateBytes ComputeModelState(const model::Job& job, const RankParams& p,
+                                  bool fp8_needs_transpose) {
+  return ComputeModelState(MakeModelStateRules(job, fp8_needs_transpose), p);
+}
+
+ModelStateBytes ComputeModelState(const ModelStateRules& g, const RankParams& p) {
+  const std::int64_t dense_shard = g.dense_shard, expert_shard = g.expert_shard;
+  const bool shard_grads = g.shard_grads, shard_params = g.shard_params;
+  const int pbytes = g.pbytes, gbytes = g.gbytes;
   ModelStateBytes s;
   auto shard = [](std::int64_t bytes, std::int64_t n, bool on) { return on ? bytes / n : bytes; };
   const std::int64_t dense_hp = p.dense_hp + p.dense_frozen_hp, dense_fp8 = p.dense_fp8 + p.dense_frozen_fp8;
@@ -191,39 +251,34 @@ ModelStateBytes ComputeModelState(const model::Job& job, const RankParams& p,
   // TE Float8Tensor.update_usage / post_all_gather_processing: pre-Blackwell GPUs keep a
   // transposed fp8 copy of every fp8 weight. Without fp8 params TE caches the fp8 weight
   // (and its transpose) per module across micro-batches (module/base.py quantize_weight).
-  if (fp8_params) {
-    s.fp8_transpose = fp8_needs_transpose ? s.params_fp8 : 0;
-  } else if (fp8) {
-    s.fp8_transpose = p.te_linear * (fp8_needs_transpose ? 2 : 1);
+  if (g.fp8_params) {
+    s.fp8_transpose = g.fp8_needs_transpose ? s.params_fp8 : 0;
+  } else if (g.fp8) {
+    s.fp8_transpose = p.te_linear * (g.fp8_needs_transpose ? 2 : 1);
   }
   s.buffers = p.buffers_fp32 * 4;
-  // param_and_grad_buffer.py group_params_for_buffers: the grad buffer is fp32 with
-  // grad_reduce_in_fp32, else the parameter's logical dtype; requires_grad params only.
-  const int gbytes = (ddp.grad_reduce_in_fp32 || m.params_dtype == model::Dtype::kFp32) ? 4 : pbytes;
   s.grads = shard(p.DenseTrainable() * gbytes, dense_shard, shard_grads) +
             shard(p.ExpertTrainable() * gbytes, expert_shard, shard_grads);
-  const bool aware = opt.use_precision_aware_optimizer;
-  const bool needs_master = m.params_dtype != model::Dtype::kFp32 || fp8_params;
-  const int master = needs_master ? (aware ? model::DtypeBytes(opt.main_params_dtype) : 4) : 0;
-  const bool adam = opt.optimizer == "adam";
-  const int m1 = adam ? (aware ? model::DtypeBytes(opt.exp_avg_dtype) : 4) : 0;
-  const int m2 = adam ? (aware ? model::DtypeBytes(opt.exp_avg_sq_dtype) : 4) : 0;
-  const double on_gpu = opt.optimizer_cpu_offload ? 1.0 - opt.optimizer_offload_fraction : 1.0;
   const std::int64_t dense_sh = p.DenseTrainable() / dense_shard, exp_sh = p.ExpertTrainable() / expert_shard;
-  auto opt_bytes = [&](int b) { return static_cast<std::int64_t>((dense_sh + exp_sh) * b * on_gpu); };
-  s.main_params = opt_bytes(master);
-  s.exp_avg = opt_bytes(m1);
-  s.exp_avg_sq = opt_bytes(m2);
+  auto opt_bytes = [&](int b) {
+    return static_cast<std::int64_t>((dense_sh + exp_sh) * b * g.on_gpu);
+  };
+  s.main_params = opt_bytes(g.master);
+  s.exp_avg = opt_bytes(g.m1);
+  s.exp_avg_sq = opt_bytes(g.m2);
   // distrib_optimizer.py _copy_model_grads_to_main_grads: shard_main_param.grad =
   // shard_model_grad.float() allocates fp32 copies when the grad buffer is not fp32.
-  if (gbytes != 4 && !aware && !fsdp) s.step_transient = opt_bytes(4);
+  if (gbytes != 4 && !g.aware && !g.fsdp) s.step_transient = opt_bytes(4);
   if (shard_params) s.fsdp_gather = 2 * p.largest_layer * pbytes;  // current + prefetched
   const std::int64_t exp_total = exp_hp + exp_fp8;
   if (exp_total > 0) {
-    s.expert = shard(exp_hp * pbytes, expert_shard, shard_params) + shard(exp_fp8, expert_shard, shard_params) +
+    s.expert = shard(exp_hp * pbytes, expert_shard, shard_params) +
+               shard(exp_fp8, expert_shard, shard_params) +
                shard(p.ExpertTrainable() * gbytes, expert_shard, shard_grads) +
-               static_cast<std::int64_t>(exp_sh * (master + m1 + m2) * on_gpu);
-    if (fp8_params && fp8_needs_transpose) s.expert += shard(exp_fp8, expert_shard, shard_params);
+               static_cast<std::int64_t>(exp_sh * (g.master + g.m1 + g.m2) * g.on_gpu);
+    if (g.fp8_params && g.fp8_needs_transpose) {
+      s.expert += shard(exp_fp8, expert_shard, shard_params);
+    }
   }
   return s;
 }

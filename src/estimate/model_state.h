@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "memtune/estimate/schedule.h"
@@ -36,7 +37,9 @@ struct ParamCatalog {
   std::int64_t te_linear[2] = {};  // TE linear-weight elements per layer, [moe]
   std::int64_t lora[2] = {};       // LoRA adapter elements per layer, [moe]
   ListSums embedding, output, word_embedding, mtp_extra;
-  std::vector<bool> moe_pattern;   // per global layer (MTP layers appended)
+  // model::MoeLayerPattern, per global layer (MTP layers appended); empty when the model
+  // has no experts (every layer dense): read it as dense past its end.
+  std::vector<bool> moe_pattern;
 };
 
 ParamCatalog MakeParamCatalog(const model::Job& job);
@@ -48,6 +51,9 @@ bool IsBf16Layer(const model::ModelConfig& model, int layer);
 // Elements on the rank of `stage` (TP/EP sharding applied), including LoRA adapters.
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
                            const StageLayout& stage, int pp_size);
+// The same for a rank given by its chunks (schedule_internal.h PipelineChunks::Stage).
+RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
+                           std::span<const ModelChunk> chunks, int pp_size);
 
 // Bytes of each model-state family of one rank, and the optimizer-step transient.
 struct ModelStateBytes {
@@ -73,5 +79,21 @@ struct ModelStateBytes {
 // (pre-Blackwell), so TE keeps a transposed copy of each fp8 weight.
 ModelStateBytes ComputeModelState(const model::Job& job, const RankParams& params,
                                   bool fp8_needs_transpose);
+
+// What ComputeModelState reads from the job (dtypes, shard sizes, optimizer), resolved once
+// per job; every rank then only applies it to its element counts.
+struct ModelStateRules {
+  std::int64_t dense_shard = 1, expert_shard = 1;  // distributed-optimizer shard sizes
+  bool shard_grads = false, shard_params = false;  // Megatron-FSDP sharding strategy
+  bool fsdp = false;                               // ddp.use_megatron_fsdp
+  int pbytes = 2, gbytes = 2;                      // parameter and grad-buffer dtype bytes
+  bool fp8 = false, fp8_params = false, fp8_needs_transpose = true;
+  bool aware = false;              // precision-aware optimizer
+  int master = 4, m1 = 4, m2 = 4;  // optimizer state bytes per element
+  double on_gpu = 1.0;             // share of optimizer state on the GPU
+};
+ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transpose);
+// ComputeModelState(job, params, fp8_needs_transpose) with the job's rules resolved.
+ModelStateBytes ComputeModelState(const ModelStateRules& rules, const RankParams& params);
 
 }  // namespace memtune::estimate::internal

@@ -2,6 +2,12 @@
 #include "rank_components.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memtune/core/check.h"
+#include "schedule_internal.h"
 
 namespace memtune::estimate::internal {
 namespace {
@@ -30,14 +36,9 @@ ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const
   const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
   const int per_unit = std::max(1, m.recompute_num_layers.value_or(1));
   const bool offload = m.cpu_offloading && m.cpu_offloading_activations && m.cpu_offloading_num_layers > 0;
-  // Layers of each kind in this chunk; the rank multiplies per-kind sums once.
+  // Layers of each kind in this chunk; the rank multiplies per-kind sums once. (Jobs with
+  // JobFacts::plain_layers do not come here: EstimateRank counts their layers itself.)
   std::int64_t largest_layer = 0;
-  if (f.uniform_kind >= 0 && !full && !offload) {  // hot path: all layers alike
-    const int moe = f.uniform_kind / 2, fp8 = f.uniform_kind % 2;
-    out.count[moe][fp8] = n;
-    out.transient = n > 0 ? f.workspace[moe][fp8] : 0;
-    return out;
-  }
   for (int i = 0; i < n; ++i) {
     const int layer = LayerIndex(m, chunk, i);
     const int moe = IsMoeLayer(f, layer) ? 1 : 0, fp8 = IsBf16Layer(m, layer) ? 0 : 1;
@@ -63,17 +64,51 @@ ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const
   return out;
 }
 
-// Set per rank by EstimateRank: whether components carry their explanation.
-struct Pusher {
-  RankEstimate& r;
-  bool explain;
-  void operator()(const char* name, std::int64_t bytes, ComponentKind kind, const char* explanation) const {
+// The components of one rank, gathered before any string is built: the rank's vector is
+// then reserved to the exact count (one allocation) and each name copied with its length
+// known (names are literals or activations.h's table; no strlen, and no explanation copy
+// when EstimateOptions::with_explanations is off).
+class ComponentList {
+ public:
+  void operator()(std::string_view name, std::int64_t bytes, ComponentKind kind,
+                  std::string_view explanation) {
     if (bytes == 0) return;
-    r.components.emplace_back(name, bytes, kind, false, explain ? explanation : "");
+    MEMTUNE_CHECK(size_ < kCapacity, "more rank components than ComponentList::kCapacity");
+    items_[size_++] =
+        Item{name.data(), name.size(), explanation.data(), explanation.size(), bytes, kind};
   }
+  void AppendTo(RankEstimate& r, bool explain) const {
+    r.components.reserve(size_);
+    for (int i = 0; i < size_; ++i) {
+      const Item& item = items_[i];
+      r.components.emplace_back(Text{item.name, item.name_size}, item.bytes, item.kind, false,
+                                Text{item.explanation, explain ? item.explanation_size : 0});
+    }
+  }
+
+ private:
+  // Converts to the std::string member it initializes: the string is built in place (a
+  // std::string argument would be built, then moved). Implicit on purpose.
+  struct Text {
+    const char* data;
+    std::size_t size;
+    operator std::string() const { return std::string(data, size); }  // NOLINT
+  };
+  struct Item {  // trivially constructible: the array below is not initialized
+    const char* name;
+    std::size_t name_size;
+    const char* explanation;
+    std::size_t explanation_size;
+    std::int64_t bytes;
+    ComponentKind kind;
+  };
+  // 8 model-state components, every activation tensor, then at most 5 others.
+  static constexpr int kCapacity = 8 + kNumActTensors + 5;
+  std::array<Item, kCapacity> items_;
+  int size_ = 0;
 };
 
-void PushModelState(const Pusher& push, const ModelStateBytes& s) {
+void PushModelState(ComponentList& push, const ModelStateBytes& s) {
   push("params", s.params_hp, ComponentKind::kParameters,
        "parameters in params_dtype (embeddings, norms, non-fp8 weights, frozen PEFT base)");
   push("params.fp8", s.params_fp8, ComponentKind::kParameters,
@@ -103,10 +138,18 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
     for (int fp8 = m.first_last_layers_bf16 ? 0 : 1; fp8 < 2; ++fp8) {
       f.layer[moe][fp8] = LayerActivations(f.act, moe == 1, fp8 == 1);
       f.layer_total[moe][fp8] = SumBytes(f.layer[moe][fp8]);
-      f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1);
+      ActTensorList& nonzero = f.layer_tensors[moe][fp8];
+      for (int t = 0; t < kNumActTensors; ++t) {
+        if (f.layer[moe][fp8][t] != 0) nonzero.index[nonzero.size++] = static_cast<std::int8_t>(t);
+      }
+      f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1, f.layer[moe][fp8]);
     }
   }
   if (!has_moe && !m.first_last_layers_bf16) f.uniform_kind = 1;  // dense, fp8 index 1
+  const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
+  const bool offload =
+      m.cpu_offloading && m.cpu_offloading_activations && m.cpu_offloading_num_layers > 0;
+  f.plain_layers = f.uniform_kind >= 0 && !full && !offload;
   f.checkpoint_input = CheckpointInputBytes(f.act, m.distribute_saved_activations);
   const std::int64_t tokens = f.act.tokens;
   const std::int64_t hid = m.hidden_size / f.act.hid_div;
@@ -133,59 +176,101 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   return f;
 }
 
-RankEstimate EstimateRank(const model::Job& job, const JobFacts& f, const StageLayout& stage,
-                          bool fp8_transpose) {
+void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
+                  std::span<const ModelChunk> stage, const ModelStateRules& state_rules,
+                  RankEstimate& r) {
   const auto& m = job.model;
-  const int p = m.pipeline_model_parallel_size, chunks = static_cast<int>(stage.chunks.size());
-  RankEstimate r;
-  r.pp_rank = stage.pp_rank;
-  r.layers = stage.NumLayers();
+  const int p = m.pipeline_model_parallel_size, chunks = static_cast<int>(stage.size());
+  r.pp_rank = pp_rank;
+  r.layers = NumLayers(stage);
   const RankParams params = CountRankParams(job, f.params, stage, p);
-  const ModelStateBytes state = ComputeModelState(job, params, fp8_transpose);
-  const auto live = LiveMicrobatchesPerChunk(p, stage.pp_rank, chunks, f.num_microbatches,
-                                             f.group_size, m.overlap_moe_expert_parallel_comm);
-  ActBytes held{};
+  const ModelStateBytes state = ComputeModelState(state_rules, params);
+  std::array<int, 32> live_inline;  // chunks per rank: VPP, rarely above 32
+  std::vector<int> live_heap;
+  std::span<int> live(live_inline.data(), std::min<std::size_t>(chunks, live_inline.size()));
+  if (chunks > static_cast<int>(live_inline.size())) {
+    live_heap.resize(chunks);
+    live = live_heap;
+  }
+  FillLiveMicrobatches(p, pp_rank, f.num_microbatches, f.group_size,
+                       m.overlap_moe_expert_parallel_comm, live);
   std::int64_t kind_live[2][2] = {};  // layer-micro-batches of each kind held
+  std::int64_t checkpoint = 0;        // full-recompute checkpoint inputs held
   std::int64_t embedding = 0, output_hidden = 0, logits = 0, transient = 0, logits_transient = 0;
+  const int uniform_moe = f.uniform_kind / 2, uniform_fp8 = f.uniform_kind % 2;  // plain_layers
   for (int c = 0; c < chunks; ++c) {
-    r.in_flight_microbatches += live[c];
-    if (live[c] == 0) continue;
-    const ModelChunk& chunk = stage.chunks[c];
-    const ChunkActivations a = ChunkActivation(job, f, chunk);
-    for (int k = 0; k < 4; ++k) kind_live[k / 2][k % 2] += std::int64_t{a.count[k / 2][k % 2]} * live[c];
-    held[kCheckpointInput] += a.checkpoint * live[c];
-    transient = std::max(transient, a.transient);
-    if (chunk.has_embedding) embedding += f.embedding_per_mb * live[c];
+    const int n_live = live[c];
+    r.in_flight_microbatches += n_live;
+    if (n_live == 0) continue;
+    const ModelChunk& chunk = stage[c];
+    if (f.plain_layers) {  // hot path: every layer of the chunk stored, all of one kind
+      const int n = chunk.num_layers + chunk.num_mtp_layers;
+      kind_live[uniform_moe][uniform_fp8] += std::int64_t{n} * n_live;
+      if (n > 0) transient = std::max(transient, f.workspace[uniform_moe][uniform_fp8]);
+    } else {
+      const ChunkActivations a = ChunkActivation(job, f, chunk);
+      for (int moe = 0; moe < 2; ++moe) {
+        for (int fp8 = 0; fp8 < 2; ++fp8) {
+          kind_live[moe][fp8] += std::int64_t{a.count[moe][fp8]} * n_live;
+        }
+      }
+      checkpoint += a.checkpoint * n_live;
+      transient = std::max(transient, a.transient);
+    }
+    if (chunk.has_embedding) embedding += f.embedding_per_mb * n_live;
     if (chunk.has_output) {
-      output_hidden += f.output_hidden_per_mb * live[c];
-      logits += f.logits_per_mb * live[c];
+      output_hidden += f.output_hidden_per_mb * n_live;
+      logits += f.logits_per_mb * n_live;
       logits_transient = f.logits_transient;
     }
   }
-  for (int k = 0; k < 4; ++k) {
-    const std::int64_t n = kind_live[k / 2][k % 2];
-    if (n == 0) continue;
-    const ActBytes& layer = f.layer[k / 2][k % 2];
-    for (int t = 0; t < kNumActTensors; ++t) held[t] += n * layer[t];
+  // The held tensors are sum over kinds of (layer-micro-batches x the kind's per-layer
+  // bytes); their total is the same sum over the kinds' per-layer totals.
+  std::int64_t kind_n[4];         // layer-micro-batches of each kind held, nonzero ones
+  const ActBytes* kind_layer[4];  // that kind's per-layer bytes
+  const ActTensorList* kind_tensors = nullptr;  // the first kind's nonzero tensors
+  int num_kinds = 0;
+  std::int64_t layers_total = checkpoint;
+  for (int moe = 0; moe < 2; ++moe) {
+    for (int fp8 = 0; fp8 < 2; ++fp8) {
+      const std::int64_t n = kind_live[moe][fp8];
+      if (n == 0) continue;
+      if (num_kinds == 0) kind_tensors = &f.layer_tensors[moe][fp8];
+      kind_n[num_kinds] = n;
+      kind_layer[num_kinds++] = &f.layer[moe][fp8];
+      layers_total += n * f.layer_total[moe][fp8];
+    }
   }
   const std::int64_t model_state = state.Total();
-  const std::int64_t activations = SumBytes(held) + embedding + output_hidden + logits;
+  const std::int64_t activations = layers_total + embedding + output_hidden + logits;
   const std::int64_t backward_transient = std::max(transient, logits_transient) + state.fsdp_gather;
   r.backward_peak_bytes = model_state + activations + backward_transient;
   r.step_peak_bytes = model_state + state.step_transient;
   r.model_state_bytes = model_state;
   r.expert_bytes = state.expert;
   r.dense_bytes = model_state - state.expert;
-  r.components.reserve(8 + kNumActTensors + 8);
-  const Pusher push{r, f.with_explanations};
+  ComponentList push;
   PushModelState(push, state);
   if (r.backward_peak_bytes >= r.step_peak_bytes) {
     r.peak_phase = "backward";
     r.activation_bytes = activations;
     r.transient_bytes = backward_transient;
-    for (int t = 0; t < kNumActTensors; ++t) {
-      push(ActTensorName(static_cast<ActTensor>(t)), held[t], ComponentKind::kActivations,
-           ActTensorExplanation(static_cast<ActTensor>(t)));
+    auto push_tensor = [&](int t, std::int64_t held) {
+      if (held == 0) return;  // (push skips zeros; this skips the name look-up too)
+      const ActTensorText& text = ActTensorTextOf(static_cast<ActTensor>(t));
+      push(text.name, held, ComponentKind::kActivations, text.explanation);
+    };
+    if (num_kinds == 1 && checkpoint == 0) {  // hot path: only the kind's nonzero tensors
+      for (int i = 0; i < kind_tensors->size; ++i) {
+        const int t = kind_tensors->index[i];
+        push_tensor(t, kind_n[0] * (*kind_layer[0])[t]);
+      }
+    } else {
+      for (int t = 0; t < kNumActTensors; ++t) {
+        std::int64_t held = t == kCheckpointInput ? checkpoint : 0;
+        for (int i = 0; i < num_kinds; ++i) held += kind_n[i] * (*kind_layer[i])[t];
+        push_tensor(t, held);
+      }
     }
     push("act.embedding", embedding, ComponentKind::kActivations, "token ids (int64) and embedding dropout mask");
     push("act.output", output_hidden, ComponentKind::kActivations, "final-norm input and output-layer input");
@@ -201,8 +286,8 @@ RankEstimate EstimateRank(const model::Job& job, const JobFacts& f, const StageL
     push("tmp.step", state.step_transient, ComponentKind::kTransient,
          "fp32 copies of the bf16 gradient shard made by the optimizer step");
   }
+  push.AppendTo(r, f.with_explanations);
   r.allocated_bytes = std::max(r.backward_peak_bytes, r.step_peak_bytes);
-  return r;
 }
 
 }  // namespace memtune::estimate::internal

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 
 #include "activations.h"
 #include "memtune/estimate/estimate.h"
@@ -11,13 +12,22 @@
 
 namespace memtune::estimate::internal {
 
+// Tensor indices (ActTensor) in ascending order.
+struct ActTensorList {
+  std::array<std::int8_t, kNumActTensors> index{};
+  int size = 0;
+};
+
 // What every rank shares, computed once per job (the hot path reuses it).
 struct JobFacts {
   ActContext act;
   ParamCatalog params;
   ActBytes layer[2][2] = {};            // [moe][fp8 layer]
   std::int64_t layer_total[2][2] = {};  // SumBytes(layer[moe][fp8])
+  ActTensorList layer_tensors[2][2];    // the tensors nonzero in layer[moe][fp8]
   int uniform_kind = -1;                // moe*2+fp8 when every layer is alike, else -1
+  bool plain_layers = false;            // uniform_kind, no full recompute, no activation
+                                        // offload: every layer's activations stored
   std::int64_t workspace[2][2] = {};    // backward working set, [moe][fp8 layer]
   std::int64_t checkpoint_input = 0;    // full recompute: one unit's saved input
   std::int64_t embedding_per_mb = 0;    // token ids + embedding dropout mask
@@ -31,9 +41,12 @@ struct JobFacts {
 
 JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options);
 
-// Model state, activations held at the rank's peak and the transient then; or the
-// optimizer-step peak when higher.
-RankEstimate EstimateRank(const model::Job& job, const JobFacts& facts, const StageLayout& stage,
-                          bool fp8_transpose);
+// Fills `rank` (default-constructed) for pipeline rank `pp_rank` built from `chunks`: model
+// state (MakeModelStateRules(job, fp8 transpose kept)), activations held at the rank's peak
+// and the transient then; or the optimizer-step peak when higher. (Filled in place: the
+// caller's vector holds it, nothing is moved.)
+void EstimateRank(const model::Job& job, const JobFacts& facts, int pp_rank,
+                  std::span<const ModelChunk> chunks, const ModelStateRules& state_rules,
+                  RankEstimate& rank);
 
 }  // namespace memtune::estimate::internal

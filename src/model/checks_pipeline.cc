@@ -159,12 +159,14 @@ Violations UnevenMiddle(const Job& job) {
     layers -= *count;
     stages -= 1;
   }
-  const Fields fields = {{"model.num_layers", Str(m.num_layers)},
-                         {kPp, Str(m.pipeline_model_parallel_size)},
-                         {kFirst, Opt(m.num_layers_in_first_pipeline_stage)},
-                         {kLast, Opt(m.num_layers_in_last_pipeline_stage)}};
+  auto fields = [&] {  // built only for a violation (the estimator runs this rule)
+    return Fields{{"model.num_layers", Str(m.num_layers)},
+                  {kPp, Str(m.pipeline_model_parallel_size)},
+                  {kFirst, Opt(m.num_layers_in_first_pipeline_stage)},
+                  {kLast, Opt(m.num_layers_in_last_pipeline_stage)}};
+  };
   if (layers < 0 || stages < 0 || (layers != 0) != (stages != 0)) {
-    return {Violation{fields,
+    return {Violation{fields(),
                       "Mismatch: " + Str(layers) + " middle layers remaining but " + Str(stages) +
                           " middle PP stages available",
                       "make num_layers minus the first/last stage counts fill the remaining "
@@ -172,7 +174,7 @@ Violations UnevenMiddle(const Job& job) {
   }
   if (stages == 0) return {};
   if (layers % stages != 0) {
-    return {Violation{fields,
+    return {Violation{fields(),
                       "number of layers at middle stage: " + Str(layers) +
                           " must be divisible by the middle pipeline model parallel size " +
                           Str(stages),
@@ -181,7 +183,7 @@ Violations UnevenMiddle(const Job& job) {
   }
   const int vpp = EffectiveVpp(job);
   if (m.virtual_pipeline_model_parallel_size && (layers / stages) % vpp != 0) {
-    Fields with_vpp = fields;
+    Fields with_vpp = fields();
     with_vpp.emplace_back(kVpp, Str(vpp));
     return {
         Violation{with_vpp,
@@ -265,12 +267,15 @@ Violations MicrobatchGroup(const Job& job) {
   const std::int64_t step = job.train.micro_batch_size * DataParallelSize(job);
   if (step <= 0 || job.train.global_batch_size % step != 0) return {};  // layout.global-batch
   const std::int64_t mb = NumMicrobatches(job);
-  const Fields fields = {
-      {"model.microbatch_group_size_per_vp_stage", Opt(m.microbatch_group_size_per_vp_stage)},
-      {kPp, Str(pp)},
-      {"train.global_batch_size", Str(job.train.global_batch_size)}};
+  // Built only for a violation: the estimator runs this rule on every estimate.
+  auto fields = [&] {
+    return Fields{
+        {"model.microbatch_group_size_per_vp_stage", Opt(m.microbatch_group_size_per_vp_stage)},
+        {kPp, Str(pp)},
+        {"train.global_batch_size", Str(job.train.global_batch_size)}};
+  };
   if (group > mb || group < pp) {
-    return {Violation{fields,
+    return {Violation{fields(),
                       "The number of contiguous micro-batches in a virtual pipeline stage "
                       "should range in [PP=" +
                           Str(pp) + ", M=" + Str(mb) + "] but it is " + Str(group),
@@ -280,7 +285,7 @@ Violations MicrobatchGroup(const Job& job) {
   }
   const std::int64_t rest = mb % group;
   if (rest > 0 && rest < pp) {
-    return {Violation{fields,
+    return {Violation{fields(),
                       "The remainder of M (the total micro-batches, " + Str(mb) +
                           ") divided by N (contiguous micro-batches in a virtual pipeline stage, " +
                           Str(group) +

@@ -67,6 +67,24 @@ std::vector<ParamTensor> OutputParameters(const ModelConfig& model, std::int64_t
 // The tensors an MTP block adds beyond its transformer layer (enorm, hnorm, eh_proj, ...).
 std::vector<ParamTensor> MtpExtraParameters(const ModelConfig& model);
 
+// Receives tensors one at a time, in list order: the Add*Parameters functions below pass
+// the same tensors as the list-returning functions above without building a vector (the
+// estimator sums them on every estimate).
+class ParamTensorSink {
+ public:
+  virtual void Add(const ParamTensor& tensor) = 0;
+
+ protected:
+  ~ParamTensorSink() = default;
+};
+
+// TransformerLayerParameters, EmbeddingParameters, OutputParameters and MtpExtraParameters,
+// tensor by tensor into `sink` (same tensors, same order, same fields).
+void AddTransformerLayerParameters(const ModelConfig& model, bool moe_layer, ParamTensorSink& sink);
+void AddEmbeddingParameters(const ModelConfig& model, std::int64_t vocab, ParamTensorSink& sink);
+void AddOutputParameters(const ModelConfig& model, std::int64_t vocab, ParamTensorSink& sink);
+void AddMtpExtraParameters(const ModelConfig& model, ParamTensorSink& sink);
+
 // Total parameter count of the model (unsharded), for the given vocabulary size: every
 // tensor above, MTP blocks included, buffers (is_buffer) included, so that it equals the
 // element count of a Megatron checkpoint. (A Hugging Face checkpoint can differ: see
