@@ -1,7 +1,8 @@
 // The accurate estimate of a torchtitan FSDP2 job: one rank class (every FSDP/TP rank is
-// alike), its peak over three moments of a steady-state step (docs/estimator.md "FSDP2"):
+// alike), its peak over these moments of a steady-state step (docs/estimator.md "FSDP2"):
 //   loss backward  - every block's saved activations, the root and last block unsharded,
-//                    the log-softmax output with its incoming and outgoing fp32 gradients;
+//                    the log-softmax output with its incoming and outgoing fp32 gradients
+//                    (compiled loss: the bf16 logits, row statistics and the bf16 gradient);
 //   last block backward - the block's recompute and gradients, two blocks unsharded;
 //   a block's reduce-scatter - its gradients on their way to shards, two fp32 inputs held;
 //   root reduce-scatter - the embedding's dense gradient and the root's fp32 input;
@@ -59,7 +60,10 @@ std::int64_t SavedBlocks(const Fsdp2Facts& f, int count) {
 // the first one backward needs); reshard_after_forward false keeps them all.
 int UnshardedAfterForward(const Fsdp2Facts& f) { return f.reshard_after_forward ? 1 : f.layers; }
 
-Parts LossBackward(const Fsdp2Facts& f, bool explain) {
+// What the loss's backward holds besides the loss's own tensors: model state, the root and
+// the last block(s) gathered, every block's saved tensors, the final norm's and output
+// layer's inputs.
+Parts LossBase(const Fsdp2Facts& f, bool explain) {
   Parts parts;
   AddState(f, explain, parts);
   if (f.microbatches > 1) {
@@ -76,11 +80,22 @@ Parts LossBackward(const Fsdp2Facts& f, bool explain) {
       "tensors every block keeps for backward under its activation checkpointing", explain);
   Add(parts, "act.outside", f.OutsideBytes(), ComponentKind::kActivations,
       "token ids and labels, final-norm saved tensors, output-layer input", explain);
-  Add(parts, "act.logits", f.LossBackwardTensors() * f.logits_fp32_bytes, ComponentKind::kLogits,
-      f.loss_parallel ? "loss_parallel cross-entropy backward: fp32 log-softmax output, zeros_like, exp and "
-                        "their sum"
-                      : "cross-entropy backward: fp32 log-softmax output, its gradient and the input gradient",
-      explain);
+  return parts;
+}
+
+const char* LossExplanation(const Fsdp2Facts& f) {
+  if (f.compile_loss) {
+    return "compiled cross-entropy backward: the saved bf16 logits and per-row fp32 max and log-sum-exp, "
+           "and the bf16 logits gradient its fused kernel writes";
+  }
+  return f.loss_parallel ? "loss_parallel cross-entropy backward: fp32 log-softmax output, zeros_like, exp and "
+                           "their sum"
+                         : "cross-entropy backward: fp32 log-softmax output, its gradient and the input gradient";
+}
+
+Parts LossBackward(const Fsdp2Facts& f, bool explain) {
+  Parts parts = LossBase(f, explain);
+  Add(parts, "act.logits", f.LossBackwardPeakBytes(), ComponentKind::kLogits, LossExplanation(f), explain);
   return parts;
 }
 
@@ -247,8 +262,10 @@ Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& opt
   e.ranks.push_back(std::move(rank));
   if (explain) {
     e.assumptions = {
-        "torchtitan Llama under FSDP2 (torchtitan 9dec370): eager RMSNorm/RoPE, flash SDPA, "
-        "cross-entropy on an fp32 copy of the logits",
+        f.compile_loss ? "torchtitan Llama under FSDP2 (torchtitan 9dec370; the loss compiled as since "
+                         "bbb1b616e): eager RMSNorm/RoPE, flash SDPA, fused cross-entropy on the bf16 logits"
+                       : "torchtitan Llama under FSDP2 (torchtitan 9dec370): eager RMSNorm/RoPE, flash SDPA, "
+                         "cross-entropy on an fp32 copy of the logits",
         "foreach AdamW (torchtitan default), gradients set to None at the start of each step",
         "peak of max_allocated; max_reserved comes from replaying the synthesized trace",
     };

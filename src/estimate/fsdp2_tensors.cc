@@ -186,9 +186,19 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
   };
   f.logits_bytes = a * n * f.vocab_local;
   f.logits_fp32_bytes = fp32 * n * f.vocab_local;
+  f.loss_row_stats_bytes = 2 * fp32 * n;
 }
 
 }  // namespace
+
+std::int64_t Fsdp2Facts::LossSavedBytes() const {
+  return compile_loss ? logits_bytes + loss_row_stats_bytes : logits_fp32_bytes;
+}
+
+std::int64_t Fsdp2Facts::LossBackwardPeakBytes() const {
+  // Eager: the saved log-softmax output plus the other fp32 tensors of its backward.
+  return compile_loss ? LossSavedBytes() + logits_bytes : LossBackwardTensors() * logits_fp32_bytes;
+}
 
 std::int64_t Fsdp2Facts::BlockShardElements() const {
   std::int64_t total = 0;
@@ -254,6 +264,7 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
   f.replicate = world / (dp_shard * model_ranks);
   f.layers = static_cast<int>(m.num_layers);
   f.compile = cfg.compile;
+  f.compile_loss = cfg.compile_loss;
   f.float8 = cfg.float8;
   f.reshard_after_forward = cfg.reshard_after_forward;
   f.param_bytes = model::DtypeBytes(cfg.param_dtype);

@@ -44,6 +44,7 @@ struct Fsdp2Facts {
   int selective_layer_every = 2;    // torchtitan selective_ac_option default "2"
   Fsdp2Ac ac = Fsdp2Ac::kNone;
   bool compile = false, float8 = false, reshard_after_forward = true;
+  bool compile_loss = false;        // the cross-entropy runs under torch.compile
   int param_bytes = 2;              // mp_policy.param_dtype (compute copy)
   int reduce_bytes = 4;             // mp_policy.reduce_dtype (gradient reduce-scatter)
   std::int64_t microbatches = 1;    // gradient-accumulation steps per optimizer step
@@ -68,6 +69,14 @@ struct Fsdp2Facts {
   // Loss on one micro-batch: bf16 logits, fp32 copy, log-softmax output, gradients.
   std::int64_t logits_bytes = 0;          // output-layer result in bf16
   std::int64_t logits_fp32_bytes = 0;     // one fp32 tensor of the logits' shape
+  // Compiled loss: AOTAutograd's partitioner saves the bf16 logits and two fp32 statistics
+  // per row (max and log-sum-exp) instead of the fp32 log-softmax; the backward is one fused
+  // kernel writing the bf16 logits gradient (the .float() cast's backward folded in).
+  std::int64_t loss_row_stats_bytes = 0;
+  // What the loss keeps from its forward until its backward, and what that backward adds
+  // at its peak, in bytes.
+  std::int64_t LossSavedBytes() const;
+  std::int64_t LossBackwardPeakBytes() const;
   // fp32 logits-shaped tensors live at the cross-entropy backward's peak: 3 for PyTorch's
   // nll_loss + log_softmax backward (saved output, its gradient, the input gradient); 4
   // with loss_parallel (torch/distributed/tensor/parallel/loss.py

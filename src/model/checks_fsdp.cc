@@ -83,6 +83,16 @@ Violations ActivationCheckpoint(const Job& job) {
               "set memtune.fsdp2.activation_checkpoint to a listed mode")};
 }
 
+// torchtitan compiles the loss only when it compiles the model (components/loss.py
+// build_cross_entropy_loss: `if job_config.compile...: loss_fn = torch.compile(loss_fn)`).
+Violations CompileLoss(const Job& job) {
+  const auto& c = job.memtune.fsdp2;
+  if (!c.compile_loss || c.compile) return {};
+  return {Violation{{{"memtune.fsdp2.compile_loss", "true"}, {"memtune.fsdp2.compile", "false"}},
+                    "torchtitan compiles the loss only together with the model",
+                    "set memtune.fsdp2.compile: true, or compile_loss: false"}};
+}
+
 // FSDP2 jobs take their memory levers from memtune.fsdp2; the Megatron fields below do not
 // apply to a torchtitan run and memtune ignores them.
 Violations MegatronLeversIgnored(const Job& job) {
@@ -130,6 +140,11 @@ constexpr Rule kRules[] = {
       "activation_checkpoint is none | selective_op | selective_layer | full", "use a listed mode",
       "torchtitan ActivationCheckpoint config"},
      ActivationCheckpoint},
+    {{"fsdp.compile-loss", Severity::kError, RuleScope::kFsdp2,
+      "compile_loss needs compile (torchtitan compiles the loss with the model)",
+      "set compile: true or compile_loss: false", "torchtitan components/loss.py build_cross_entropy_loss",
+      kBlocksEstimate},
+     CompileLoss},
     {{"fsdp.megatron-levers-ignored", Severity::kWarning, RuleScope::kFsdp2,
       "Megatron recompute/offload/VPP/CUDA-graph/Megatron-FSDP fields do not apply to FSDP2",
       "use memtune.fsdp2 fields", "memtune job format (framework: fsdp2)"},

@@ -20,6 +20,7 @@ constexpr std::int64_t kMaxBucketElements = 1'000'000'000'000;
 bool CpuOffload(const Job& j) { return j.optimizer.optimizer_cpu_offload; }
 bool IsFsdp2(const Job& j) { return j.memtune.framework == Framework::kFsdp2; }
 bool IsMegatron(const Job& j) { return j.memtune.framework == Framework::kMegatron; }
+bool IsCompiledFsdp2(const Job& j) { return IsFsdp2(j) && j.memtune.fsdp2.compile; }
 
 template <typename S>
 Binder<S> Bind(S& (*get)(Job&), const S& (*cget)(const Job&)) {
@@ -239,7 +240,11 @@ SectionSpec BuildFsdp2() {
            Memory(f.Enum("activation_checkpoint", &Fsdp2Config::activation_checkpoint,
                          {"none", "selective_op", "selective_layer", "full"}),
                   "torchtitan", IsFsdp2),
-           f.Bool("float8", &Fsdp2Config::float8), f.Bool("compile", &Fsdp2Config::compile)},
+           f.Bool("float8", &Fsdp2Config::float8), f.Bool("compile", &Fsdp2Config::compile),
+           Memory(f.Bool("compile_loss", &Fsdp2Config::compile_loss),
+                  "torchtitan 9dec370, its published benchmarks; since bbb1b616e (2025-04) compile also "
+                  "compiles the loss: set true",
+                  IsCompiledFsdp2)},
           true};
 }
 

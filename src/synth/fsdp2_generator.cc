@@ -143,43 +143,56 @@ void Fsdp2Generator::Forward(int microbatch) {
   Loss();
 }
 
-// loss_fn = cross_entropy(pred.flatten(0, 1).float(), labels); then `del pred`.
+// loss_fn = cross_entropy(pred.flatten(0, 1).float(), labels); then `del pred`. Compiled
+// (compile_loss), AOTAutograd saves the bf16 logits and per-row max and log-sum-exp.
 void Fsdp2Generator::Loss() {
   const std::int64_t e = f_.logits_fp32_bytes;
   HandleId logits = Alloc(f_.logits_bytes, "logits");
+  if (f_.compile_loss) {  // the compiled graph saves the bf16 logits and two fp32 row statistics
+    loss_saved_ = {logits, Alloc(f_.loss_row_stats_bytes, "loss.row_stats")};
+    return;
+  }
   HandleId upcast = Alloc(e, "loss.logits_fp32");
+  HandleId logsoftmax;
   if (f_.loss_parallel) {  // loss.py _log_softmax: shifted, exp(shifted), result
     HandleId shifted = Alloc(e, "loss.shifted");
     HandleId exp = Alloc(e, "loss.exp");
     Free(exp);
-    logsoftmax_ = Alloc(e, "loss.log_softmax");
+    logsoftmax = Alloc(e, "loss.log_softmax");
     Free(shifted);
   } else {
-    logsoftmax_ = Alloc(e, "loss.log_softmax");
+    logsoftmax = Alloc(e, "loss.log_softmax");
   }
   Free(upcast);
   Free(logits);
+  loss_saved_ = {logsoftmax};
 }
 
 alloc::HandleId Fsdp2Generator::LossBackward() {
   const std::int64_t e = f_.logits_fp32_bytes;
-  HandleId grad32;
-  if (f_.loss_parallel) {  // _nll_loss_and_log_softmax_backward: (zeros + exp(x)) * grad
-    HandleId zeros = Alloc(e, "bwd.loss_zeros");
-    HandleId exp = Alloc(e, "bwd.loss_exp");
-    HandleId sum = Alloc(e, "bwd.loss_sum");
-    Free(exp);
-    grad32 = Alloc(e, "bwd.loss_grad");
-    Free(zeros);
-    Free(sum);
-  } else {  // nll_loss_backward, then _log_softmax_backward_data
-    HandleId nll = Alloc(e, "bwd.nll_grad");
-    grad32 = Alloc(e, "bwd.log_softmax_grad");
-    Free(nll);
+  HandleId grad16;
+  if (f_.compile_loss) {  // one fused kernel: softmax - one_hot, scaled, cast to bf16
+    grad16 = Alloc(f_.logits_bytes, "bwd.logits_grad");
+    FreeAll(loss_saved_);
+  } else {
+    HandleId grad32;
+    if (f_.loss_parallel) {  // _nll_loss_and_log_softmax_backward: (zeros + exp(x)) * grad
+      HandleId zeros = Alloc(e, "bwd.loss_zeros");
+      HandleId exp = Alloc(e, "bwd.loss_exp");
+      HandleId sum = Alloc(e, "bwd.loss_sum");
+      Free(exp);
+      grad32 = Alloc(e, "bwd.loss_grad");
+      Free(zeros);
+      Free(sum);
+    } else {  // nll_loss_backward, then _log_softmax_backward_data
+      HandleId nll = Alloc(e, "bwd.nll_grad");
+      grad32 = Alloc(e, "bwd.log_softmax_grad");
+      Free(nll);
+    }
+    FreeAll(loss_saved_);
+    grad16 = Alloc(f_.logits_bytes, "bwd.logits_grad");  // ToCopyBackward
+    Free(grad32);
   }
-  Free(logsoftmax_);
-  HandleId grad16 = Alloc(f_.logits_bytes, "bwd.logits_grad");  // ToCopyBackward
-  Free(grad32);
   const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden;
   HandleId dx = Alloc(2 * n * h, "bwd.output_dgrad");
   root_head_grads_ = Alloc(f_.param_bytes * f_.HeadElements(), "grad.output");

@@ -71,7 +71,8 @@ class Fsdp2Generator {
   std::vector<HandleId> exp_avg_, exp_avg_sq_;
   std::vector<std::vector<Named>> block_saved_;   // [layer] kept after forward
   std::vector<Named> outside_;                    // final norm / output inputs
-  HandleId tokens_ = kNone, labels_ = kNone, logsoftmax_ = kNone, root_head_grads_ = kNone;
+  HandleId tokens_ = kNone, labels_ = kNone, root_head_grads_ = kNone;
+  std::vector<HandleId> loss_saved_;              // what the loss keeps for its backward
   HandleId persistent_freqs_ = kNone;
   HandleId pending_rs_input_ = kNone;             // freed by the next reduce-scatter
   std::vector<bool> gathered_;                    // [group + 1] unsharded now

@@ -195,6 +195,9 @@ struct Fsdp2Config {
   std::string activation_checkpoint = "none";  // none | selective_op | selective_layer | full
   bool float8 = false;
   bool compile = false;
+  // torch.compile the cross-entropy loss too: torchtitan does so whenever it compiles the
+  // model since bbb1b616e (2025-04-02); 9dec370 (its Dec-2024 benchmarks) ran it eagerly.
+  bool compile_loss = false;
 };
 
 // memtune: hardware and launch environment.

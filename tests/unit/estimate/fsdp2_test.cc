@@ -82,6 +82,27 @@ TEST(Fsdp2Test, LossBackwardHoldsThreeFp32LogitsOrFourWithLossParallel) {
   EXPECT_EQ(Component(*e, "act.logits"), 4 * 4 * std::int64_t{4096} * 32768 / 2);
 }
 
+TEST(Fsdp2Test, CompiledLossKeepsBf16LogitsAndRowStatistics) {
+  // Same long sequence, loss compiled: the bf16 logits (2 B) and two fp32 statistics per
+  // row are saved, the fused backward writes the bf16 gradient (2 B): 4 B per logit plus
+  // 8 B per row, against 12 B per logit eagerly.
+  auto job = Fsdp2Job("full");
+  job.model.seq_length = 4096;
+  job.model.vocab_size = 32768;
+  job.memtune.fsdp2.compile = true;
+  job.memtune.fsdp2.compile_loss = true;
+  auto e = EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->ranks.front().peak_phase, "loss backward");
+  EXPECT_EQ(Component(*e, "act.logits"), 2 * 2 * std::int64_t{4096} * 32768 + 8 * 4096);
+  // Without compile, compile_loss is refused by the checks (torchtitan compiles the loss
+  // only together with the model).
+  job.memtune.fsdp2.compile = false;
+  auto refused = EstimateMemory(job);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().field, "memtune.fsdp2.compile_loss");
+}
+
 TEST(Fsdp2Test, ContextParallelSplitsTokensAndShardsOverDpShardTimesCp) {
   // 4 GPUs: dp_shard 2 x cp 2. FSDP's mesh is dp_shard_cp (4 ranks); a rank holds seq / 2.
   auto job = Fsdp2Job("full");

@@ -324,6 +324,7 @@ const std::map<std::string, FailingCase>& Cases() {
       {"fsdp.shard-degree", {[](Job& j) { j.memtune.fsdp2.shard_degree = 3; }, true}},
       {"fsdp.activation-checkpoint",
        {[](Job& j) { j.memtune.fsdp2.activation_checkpoint = "op"; }, true}},
+      {"fsdp.compile-loss", {[](Job& j) { j.memtune.fsdp2.compile_loss = true; }, true}},
       {"fsdp.megatron-levers-ignored", {[](Job& j) { j.model.cpu_offloading = true; }, true}},
   };
   return *cases;

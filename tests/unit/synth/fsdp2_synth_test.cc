@@ -70,6 +70,23 @@ TEST(Fsdp2SynthVariantsTest, TracePeakEqualsTheEstimateWhereverThePeakFalls) {
          j.memtune.fsdp2.compile = true;
          j.memtune.fsdp2.activation_checkpoint = "selective_op";
        }},
+      {"compiled loss", [](model::Job& j) {
+         j.memtune.fsdp2.compile = true;
+         j.memtune.fsdp2.compile_loss = true;
+       }},
+      {"compiled loss, long sequence, large vocabulary", [](model::Job& j) {
+         j.memtune.fsdp2.compile = true;
+         j.memtune.fsdp2.compile_loss = true;
+         j.model.seq_length = 2048;
+         j.model.vocab_size = 4096;
+       }},
+      {"compiled loss, tp2", [](model::Job& j) {
+         j.memtune.fsdp2.compile = true;
+         j.memtune.fsdp2.compile_loss = true;
+         j.model.tensor_model_parallel_size = 2;
+         j.memtune.world_size = 4;
+       }},
+      {"eager loss, large vocabulary", [](model::Job& j) { j.model.vocab_size = 8192; }},
   };
   for (const Variant& v : variants) {
     model::Job job = Fsdp2Job("full");
