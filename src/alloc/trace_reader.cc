@@ -1,9 +1,11 @@
 // Streaming reader of the memtune allocation trace format (docs/trace-format.md).
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
+#include "memtune/alloc/constants.h"
 #include "memtune/alloc/trace.h"
 #include "memtune/core/suggest.h"
 #include "memtune/core/units.h"
@@ -13,6 +15,7 @@ namespace {
 
 constexpr std::size_t kRecentNames = 65536;  // released names remembered for diagnostics
 constexpr std::int64_t kMaxTraceBytes = std::int64_t{1} << 62;  // bytes; above is "absurd"
+constexpr std::int64_t kMaxLineChars = 1 << 20;  // characters; a longer line is not a trace
 
 struct OpSpec {
   std::string_view name;
@@ -75,9 +78,20 @@ Error TraceReader::Fail(const std::string& message, const std::string& hint) con
 }
 
 Result<bool> TraceReader::Next(TraceEvent& event) {
-  while (std::getline(in_, line_)) {
+  // A bounded getline: a binary or endless input (/dev/zero) must not grow one line
+  // without limit. line_ is the buffer; the line is its first characters (gcount).
+  if (line_.size() != kMaxLineChars + 1) line_.assign(kMaxLineChars + 1, '\0');
+  for (;;) {
+    in_.getline(line_.data(), static_cast<std::streamsize>(line_.size()));
+    const std::streamsize got = in_.gcount();
+    if (got == 0 && in_.fail()) return false;  // end of input
     ++line_number_;
-    std::string_view text(line_);
+    if (in_.fail() && !in_.eof()) {
+      return Fail("the line is longer than " + FormatWithCommas(kMaxLineChars) + " characters",
+                  "allowed: one event per line (docs/trace-format.md); is this a trace file?");
+    }
+    const bool delimited = !in_.eof();
+    std::string_view text(line_.data(), static_cast<std::size_t>(got) - (delimited ? 1 : 0));
     // A '#' at the start of a token starts a comment; on an event line it is the label.
     std::size_t hash = std::string_view::npos;
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -98,7 +112,6 @@ Result<bool> TraceReader::Next(TraceEvent& event) {
     MEMTUNE_TRY(bool ok, ParseLine(text, event));
     return ok;
   }
-  return false;
 }
 
 Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
@@ -149,9 +162,10 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
     const std::string s(t);
     char* end = nullptr;
     const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    errno = 0;
     const unsigned long long v = std::strtoull(s.c_str() + (hex ? 2 : 0), &end, hex ? 16 : 10);
-    if (s.empty() || s[0] == '-' || end != s.c_str() + s.size() ||
-        end == s.c_str() + (hex ? 2 : 0)) {
+    if (s.empty() || s[0] == '-' || s[0] == '+' || end != s.c_str() + s.size() ||
+        end == s.c_str() + (hex ? 2 : 0) || errno == ERANGE) {
       return Fail("bad stream '" + s + "'; expected a non-negative integer (decimal or 0x hex)");
     }
     return static_cast<StreamId>(v);
@@ -177,6 +191,12 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
     case TraceOp::kSetCapacity:
     case TraceOp::kSetNonPytorch: {
       MEMTUNE_TRY(event.bytes, parse_bytes(tok[1]));
+      // The simulator's address model ends at kMaxCapacityBytes (constants.h): a larger
+      // device made expandable segments run out of addresses and report false OOMs.
+      if (spec->op == TraceOp::kSetCapacity && event.bytes > kMaxCapacityBytes) {
+        return Fail("capacity '" + std::string(tok[1]) +
+                    "' is above 1024 TiB, the largest device memory memtune simulates");
+      }
       break;
     }
     case TraceOp::kSetMemoryFraction: {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "memtune/core/units.h"
 #include "memtune/model/job_parse.h"
 
 namespace memtune::estimate {
@@ -33,10 +34,21 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
     return bad("measured.metric", "must be one of max_allocated, max_reserved, peak_active, device_used");
   }
   c.metric = m["metric"].get<std::string>();
-  if (!m.contains("bytes") || !m["bytes"].is_number() || m["bytes"].get<double>() <= 0) {
-    return bad("measured.bytes", "must be a positive number of bytes");
+  // At most 1 PiB, the largest GPU memory a job may declare: a larger number is a typo, and
+  // one beyond 2^63 would not even convert to int64 (it read as -9.2e18 bytes).
+  constexpr double kMaxMeasuredBytes = static_cast<double>(std::int64_t{1} << 50);
+  const json* bytes = m.contains("bytes") ? &m["bytes"] : nullptr;
+  if (bytes == nullptr || !bytes->is_number() || !(bytes->get<double>() >= 1) ||
+      bytes->get<double>() > kMaxMeasuredBytes) {
+    return bad("measured.bytes", "must be a number of bytes from 1 to " +
+                                     FormatWithCommas(std::int64_t{1} << 50) + " (got " +
+                                     (bytes == nullptr ? std::string("nothing") : bytes->dump()) +
+                                     ")");
   }
-  c.measured_bytes = static_cast<std::int64_t>(std::llround(m["bytes"].get<double>()));
+  c.measured_bytes = static_cast<std::int64_t>(std::llround(bytes->get<double>()));
+  if (m.contains("rank") && !m["rank"].is_string()) {
+    return bad("measured.rank", "must be one of max, rank0, last (got " + m["rank"].dump() + ")");
+  }
   c.rank = m.value("rank", std::string("max"));
   if (c.rank != "max" && c.rank != "rank0" && c.rank != "last") {
     return bad("measured.rank", "must be one of max, rank0, last (got '" + c.rank + "')");

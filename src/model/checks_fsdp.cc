@@ -113,6 +113,11 @@ Violations MegatronLeversIgnored(const Job& job) {
   }
   if (m.cuda_graph_impl != "none") fields.emplace_back("model.cuda_graph_impl", m.cuda_graph_impl);
   if (job.ddp.use_megatron_fsdp) fields.emplace_back("ddp.use_megatron_fsdp", "true");
+  // PEFT and Megatron's FP8/FP4 training: the fsdp2 estimate is full bf16 training (its
+  // float8 lever is memtune.fsdp2.float8); these changed nothing, without a word.
+  if (job.peft) fields.emplace_back("peft", job.peft->method);
+  if (!m.fp8.empty()) fields.emplace_back("model.fp8", m.fp8);
+  if (!m.fp4.empty()) fields.emplace_back("model.fp4", m.fp4);
   if (fields.empty()) return {};
   return {Violation{fields, "framework fsdp2 ignores these Megatron settings",
                     "use memtune.fsdp2 (activation_checkpoint, reshard_after_forward, ...) or "
@@ -146,7 +151,7 @@ constexpr Rule kRules[] = {
       kBlocksEstimate},
      CompileLoss},
     {{"fsdp.megatron-levers-ignored", Severity::kWarning, RuleScope::kFsdp2,
-      "Megatron recompute/offload/VPP/CUDA-graph/Megatron-FSDP fields do not apply to FSDP2",
+      "Megatron recompute/offload/VPP/CUDA-graph/Megatron-FSDP/PEFT/FP8/FP4 fields do not apply to FSDP2",
       "use memtune.fsdp2 fields", "memtune job format (framework: fsdp2)"},
      MegatronLeversIgnored},
 };

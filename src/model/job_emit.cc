@@ -1,7 +1,10 @@
 // FormatJobYaml / FormatJobJson: the field tables (job_schema*.cc) written back out.
 #include "memtune/model/job_emit.h"
 
-#include <regex>
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string_view>
 
 #include "model/job_parse_internal.h"
 
@@ -46,10 +49,22 @@ Json JobJson(const Job& job) {
   return out;
 }
 
+// True when `text` can be written as a plain YAML scalar that reads back as the same string:
+// [A-Za-z_][A-Za-z0-9_./+-]* and not a YAML 1.1 boolean/null word (any case). Hand-written
+// rather than std::regex: GCC 12's <regex> trips -Wmaybe-uninitialized under -O2 + ASan.
 bool IsPlainYaml(const std::string& text) {
-  static const std::regex kPlain("[A-Za-z_][A-Za-z0-9_./+-]*");
-  static const std::regex kReserved("(?:true|false|yes|no|on|off|null|y|n|~)", std::regex::icase);
-  return std::regex_match(text, kPlain) && !std::regex_match(text, kReserved);
+  const auto is_start = [](unsigned char c) { return std::isalpha(c) != 0 || c == '_'; };
+  const auto is_rest = [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '_' || c == '.' || c == '/' || c == '+' || c == '-';
+  };
+  if (text.empty() || !is_start(static_cast<unsigned char>(text[0]))) return false;
+  const auto rest = [&](char c) { return is_rest(static_cast<unsigned char>(c)); };
+  if (!std::all_of(text.begin(), text.end(), rest)) return false;
+  std::string lower = text;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static constexpr std::array<std::string_view, 10> kReserved = {
+      "true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"};
+  return std::find(kReserved.begin(), kReserved.end(), lower) == kReserved.end();
 }
 
 std::string YamlScalar(const Json& value) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "memtune/core/file.h"
 #include "memtune/core/suggest.h"
 #include "memtune/model/catalog.h"
 #include "model/hf_config.h"
@@ -77,10 +78,20 @@ Status HandleUnknown(const std::string& key, const SectionSpec& spec, ParseConte
   return OkStatus();
 }
 
+// yaml-cpp does not apply YAML 1.1 merge keys: "<<: *base" stays a key named "<<", and the
+// fields it was meant to bring in would be ignored (a wrong job without a word).
+Status RefuseMergeKey(const std::string& key, const std::string& path) {
+  if (key != "<<") return OkStatus();
+  return InvalidInput(
+      path, path + " is a YAML merge key ('<<'), which memtune does not apply",
+      "allowed: write the merged fields out (anchors and aliases of whole values work)");
+}
+
 Status CheckKeys(const YAML::Node& node, const SectionSpec& spec, ParseContext& ctx) {
   std::vector<std::string> seen;
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
+    MEMTUNE_RETURN_IF_ERROR(RefuseMergeKey(key, spec.path + "." + key));
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return InvalidInput(spec.path + "." + key, spec.path + "." + key + " is given twice");
     }
@@ -121,11 +132,7 @@ Status ReadSection(const YAML::Node& node, const SectionSpec& spec, ParseContext
 namespace {
 
 Result<std::string> ReadFromDisk(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("model.hf_config", "model.hf_config: cannot read '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ReadInputFile(path, "model.hf_config");
 }
 
 // The architecture a model.preset or model.hf_config names, as a model mapping.
@@ -213,6 +220,7 @@ Status CheckTopLevel(const YAML::Node& root, ParseContext& ctx) {
   std::vector<std::string> seen;
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
+    MEMTUNE_RETURN_IF_ERROR(RefuseMergeKey(key, key));
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return InvalidInput(key, key + " is given twice");
     }

@@ -168,7 +168,16 @@ FieldSpec GpuMemoryField() {
                   return OkStatus();
                 }
                 if (n.IsScalar() && IsQuoted(n)) {
-                  MEMTUNE_TRY(j.memtune.gpu_memory_bytes, ParseBytes(n.Scalar(), p));
+                  MEMTUNE_TRY(const std::int64_t bytes, ParseBytes(n.Scalar(), p));
+                  // The same range as the integer form: "0.1B" rounds to 0, "2048TiB" is
+                  // beyond the largest capacity memtune models.
+                  if (bytes < 1 || bytes > kMaxGpuBytes) {
+                    return InvalidConfig(
+                        p, p + " = '" + n.Scalar() + "' (" + FormatWithCommas(bytes) +
+                               " bytes) is out of range",
+                        "allowed: 1 to " + FormatWithCommas(kMaxGpuBytes) + " bytes");
+                  }
+                  j.memtune.gpu_memory_bytes = bytes;
                   return OkStatus();
                 }
                 MEMTUNE_TRY(j.memtune.gpu_memory_bytes, ToInt(n, p, 1, kMaxGpuBytes));

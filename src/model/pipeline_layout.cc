@@ -2,7 +2,6 @@
 #include "memtune/model/pipeline_layout.h"
 
 #include <algorithm>
-#include <regex>
 #include <string>
 
 namespace memtune::model {
@@ -13,24 +12,69 @@ constexpr const char* kField = "model.pipeline_model_parallel_layout";
 // (e.g. "t*99999999"), not a model.
 constexpr std::size_t kMaxExpandedChars = 1 << 20;
 
-// Replaces every match of `pattern` (group 1 = text, group 2 = count) by the text repeated
-// count times, like Python's re.sub with MCore's lambda. Fails when the result is too long.
-Result<std::string> Unroll(const std::string& text, const std::regex& pattern) {
+// Reads the decimal count that starts at text[pos] (at least one digit), saturating just
+// above kMaxExpandedChars so a huge count cannot overflow. Returns the index after it.
+std::size_t ReadCount(const std::string& text, std::size_t pos, std::size_t* count) {
+  *count = 0;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+    *count = std::min<std::size_t>(*count * 10 + static_cast<std::size_t>(text[pos] - '0'),
+                                   kMaxExpandedChars + 1);
+    ++pos;
+  }
+  return pos;
+}
+
+bool IsDigitAt(const std::string& text, std::size_t pos) {
+  return pos < text.size() && text[pos] >= '0' && text[pos] <= '9';
+}
+
+// Finds the repeat whose text starts at `pos`: "(X)*N" when `grouped` (X has no ')'), else
+// "c*N" for any single character but a line break. On a match sets `body` and `count` and
+// returns the index after N; otherwise returns pos.
+std::size_t MatchRepeat(const std::string& text, std::size_t pos, bool grouped,
+                        std::string* body, std::size_t* count) {
+  std::size_t star = pos + 1;
+  if (grouped) {
+    if (text[pos] != '(') return pos;
+    const std::size_t close = text.find(')', pos + 1);
+    if (close == std::string::npos || close == pos + 1) return pos;
+    *body = text.substr(pos + 1, close - pos - 1);
+    star = close + 1;
+  } else {
+    if (text[pos] == '\n' || text[pos] == '\r') return pos;
+    *body = text.substr(pos, 1);
+  }
+  if (star >= text.size() || text[star] != '*' || !IsDigitAt(text, star + 1)) return pos;
+  return ReadCount(text, star + 1, count);
+}
+
+// Replaces every "(X)*N" (grouped) or "c*N" repeat, leftmost first and without overlap, by
+// its text repeated N times, like Python's re.sub with MCore's patterns r"\(([^)]+)\)\*(\d+)"
+// and r"(.)\*(\d+)". Hand-written rather than std::regex: libstdc++'s regex recurses once
+// per character (a long layout overflowed the stack) and trips GCC 12 -Wmaybe-uninitialized.
+// Fails when the result is longer than kMaxExpandedChars.
+Result<std::string> Unroll(const std::string& text, bool grouped) {
   std::string out;
-  auto last = text.cbegin();
-  for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it) {
-    const std::smatch& m = *it;
-    out.append(last, m[0].first);
-    const std::string count_text = m[2].str();
-    const std::size_t count = count_text.size() > 7 ? kMaxExpandedChars : std::stoul(count_text);
-    if (out.size() + m[1].length() * count > kMaxExpandedChars) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::string body;
+    std::size_t count = 0;
+    const std::size_t next = MatchRepeat(text, pos, grouped, &body, &count);
+    if (next == pos) {
+      out += text[pos++];
+      continue;
+    }
+    if (count > kMaxExpandedChars || out.size() + body.size() * count > kMaxExpandedChars) {
       return InvalidConfig(kField, "the layout expands to more than " +
                                        std::to_string(kMaxExpandedChars) + " layers");
     }
-    for (std::size_t i = 0; i < count; ++i) out += m[1].str();
-    last = m[0].second;
+    for (std::size_t i = 0; i < count; ++i) out += body;
+    pos = next;
   }
-  out.append(last, text.cend());
+  if (out.size() > kMaxExpandedChars) {
+    return InvalidConfig(kField, "the layout expands to more than " +
+                                     std::to_string(kMaxExpandedChars) + " layers");
+  }
   return out;
 }
 
@@ -54,10 +98,8 @@ Result<PipelineLayout> ParsePipelineLayout(std::string_view layout, int pipeline
   for (char c : layout) {
     if (c != ',') text += c;  // commas are cosmetic
   }
-  static const std::regex kGroup(R"(\(([^)]+)\)\*(\d+))");
-  static const std::regex kSingle(R"((.)\*(\d+))");
-  MEMTUNE_TRY(text, Unroll(text, kGroup));
-  MEMTUNE_TRY(text, Unroll(text, kSingle));
+  MEMTUNE_TRY(text, Unroll(text, /*grouped=*/true));
+  MEMTUNE_TRY(text, Unroll(text, /*grouped=*/false));
 
   PipelineLayout parsed;
   parsed.pipeline_size = pipeline_size;

@@ -1,11 +1,15 @@
 // LoadSnapshotFile: reads a snapshot file into memory and parses it.
 #include <fstream>
 
+#include "memtune/core/file.h"
 #include "memtune/snapshot/snapshot.h"
 
 namespace memtune::snapshot {
 
 Result<Snapshot> LoadSnapshotFile(const std::string& path, const SnapshotLimits& limits) {
+  if (!CheckNotDirectory(path, path)) {
+    return InvalidInput(path, "is a directory", "allowed: a snapshot file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path, "cannot open the file");
   in.seekg(0, std::ios::end);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "estimate/accurate.h"
+#include "memtune/core/units.h"
 #include "synth/fsdp2_generator.h"
 #include "synth/generator.h"
 
@@ -22,6 +23,22 @@ Status CheckSupported(const model::Job& job, const SynthOptions& options) {
     return Unsupported("model.cuda_graph_impl", "full_iteration CUDA graphs use private pools; not modelled");
   }
   return OkStatus();
+}
+
+// micro-batches (iterations x micro-batches per iteration): the longest replay synthesized.
+// Its cost grows linearly (about 10 ms per micro-batch of a 20-layer rank); past this a job
+// took minutes, and 10^9 micro-batches exhausted memory, so it is refused instead.
+constexpr std::int64_t kMaxReplayedMicrobatches = 8192;
+
+// `field`: what set the count (the option, or the global batch it derives from).
+Status CheckReplayLength(std::int64_t microbatches, int iterations, const char* field) {
+  if (microbatches * iterations <= kMaxReplayedMicrobatches) return OkStatus();
+  return Unsupported(field,
+                     std::to_string(microbatches) + " micro-batches per iteration x " +
+                         std::to_string(iterations) + " iterations is too long a replay",
+                     "allowed: up to " + FormatWithCommas(kMaxReplayedMicrobatches) +
+                         " micro-batches in all; replay fewer (num_microbatches): the "
+                         "schedule's steady state repeats");
 }
 
 LayerSizes MakeLayerSizes(const est::ActContext& ctx, bool moe, bool fp8) {
@@ -121,6 +138,8 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
     MEMTUNE_TRY(plan->fsdp2, est::MakeFsdp2Facts(job));
     plan->iterations = options.iterations;
     plan->num_microbatches = plan->fsdp2->microbatches;
+    MEMTUNE_RETURN_IF_ERROR(
+        CheckReplayLength(plan->num_microbatches, plan->iterations, "train.global_batch_size"));
     return TraceSynthesizer(std::move(plan));
   }
   MEMTUNE_TRY(auto stages, estimate::BuildPipelineLayout(job.model));
@@ -132,6 +151,9 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
   plan->pp_size = static_cast<int>(stages.size());
   plan->iterations = options.iterations;
   plan->num_microbatches = plan->facts.num_microbatches;
+  MEMTUNE_RETURN_IF_ERROR(CheckReplayLength(
+      plan->num_microbatches, plan->iterations,
+      options.num_microbatches ? "num_microbatches" : "train.global_batch_size"));
   plan->group_size = plan->facts.group_size;
   plan->ep_overlap = m.overlap_moe_expert_parallel_comm;
   const est::ActContext& ctx = plan->facts.act;

@@ -25,7 +25,9 @@ int RunEstimate(int argc, char** argv) {
   AddJobOptions(app, flags);
   app.add_option("--mode", mode_name, "accurate (default), megatron-lm or bridge");
   app.add_option("--microbatches", microbatches,
-                 "micro-batches per step (default: global / (micro * data-parallel))");
+                 "micro-batches per step (default: global / (micro * data-parallel))")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000000}))
+      ->option_text("INT");
   AllocatorFlags alloc_flags;  // reserved memory + OOM verdict (estimate_allocator.h)
   AddAllocatorOptions(app, alloc_flags);
   AddFormatOption(app, format);

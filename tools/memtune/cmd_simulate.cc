@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "memtune/alloc/replay.h"
 #include "memtune/alloc/constants.h"
+#include "memtune/core/file.h"
 #include "memtune/core/units.h"
 #include "memtune/report/simulate_report.h"
 
@@ -111,6 +112,7 @@ int RunSimulate(int argc, char** argv) {
 
   std::ifstream file;
   if (f.trace != "-") {
+    if (auto dir = CheckNotDirectory(f.trace, "TRACE"); !dir) return PrintError("simulate", dir.error());
     file.open(f.trace);
     if (!file) return PrintError("simulate", NotFound("TRACE", "cannot open '" + f.trace + "'"));
   }

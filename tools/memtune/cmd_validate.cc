@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "commands.h"
+#include "memtune/core/file.h"
 #include "memtune/estimate/validate.h"
 #include "memtune/report/estimate_report.h"
 #include "memtune/synth/forecast.h"
@@ -66,11 +67,9 @@ int RunValidate(int argc, char** argv) {
     if (!mode) return PrintError("validate", mode.error());
     options.compare.push_back(*mode);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return PrintError("validate", NotFound("FILE", "cannot read '" + path + "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto cases = estimate::ParseValidationCases(text.str(), path);
+  auto text = ReadInputFile(path, "FILE");
+  if (!text) return PrintError("validate", text.error());
+  auto cases = estimate::ParseValidationCases(*text, path);
   if (!cases) return PrintError("validate", cases.error());
   const auto report = estimate::Validate(*cases, options);
   std::cout << (format == OutputFormat::kJson ? report::RenderValidateJson(report)

@@ -64,7 +64,8 @@ int RunAllocatorForecast(const model::Job& job, const estimate::Estimate& e, est
   auto forecast = synth::ForecastJob(job, options);
   if (!forecast) {
     if (forecast.error().code != ErrorCode::kUnsupported) return PrintError("estimate", forecast.error());
-    ctx.forecast_note = "not simulated: " + forecast.error().Describe();
+    const Error& why = forecast.error();
+    ctx.forecast_note = "not simulated: " + why.Describe() + (why.hint.empty() ? "" : "; " + why.hint);
     return -1;
   }
   if (!f.emit_trace.empty()) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "memtune/core/file.h"
 #include "memtune/core/units.h"
 #include "memtune/model/examples.h"
 #include "memtune/model/job_compose.h"
@@ -17,14 +18,8 @@ namespace memtune::cli {
 namespace {
 
 Result<std::string> ReadText(const std::string& path, const std::string& field) {
-  if (path == "-") {
-    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(field, field + ": cannot read '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  if (path == "-") return ReadInputStream(std::cin, field, "<stdin>");
+  return ReadInputFile(path, field);
 }
 
 // Flag -> document path, in the order they are applied.

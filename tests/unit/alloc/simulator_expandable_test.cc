@@ -57,6 +57,16 @@ TEST(ExpandableTest, HugeCapacityStillReservesAddressSpaceOnManyStreams) {
   EXPECT_EQ(Reserved(exp), 8 * (100 * kMiB + 2 * kMiB));
 }
 
+TEST(ExpandableTest, HugeCapacityHoldsAThousandStreams) {
+  // 1,000 streams x 1.125 PiB of reservations: a 2^60-byte address model ran out after 910
+  // and reported an OOM for a 1000-byte request (simulate of a 1,000-stream trace).
+  Simulator exp = MakeSim(kExpandable, std::int64_t{1} << 50);
+  for (StreamId stream = 0; stream < 1000; ++stream) {
+    MustAlloc(exp, static_cast<HandleId>(stream), 1000, stream);
+  }
+  EXPECT_EQ(Reserved(exp), 1000 * 2 * kMiB);
+}
+
 TEST(Section49Test, Example2NativeWins) {
   // x = 1000 B; A = 5 MiB; B = 30 MiB + 1; free(A); C = 18 MiB.
   Simulator native = MakeSim();

@@ -106,6 +106,31 @@ TEST(TraceReaderTest, MalformedLinesNameTheLine) {
             "t.trace:1: bad memory fraction '1.5'; expected a number in [0, 1]");
 }
 
+TEST(TraceReaderTest, HostileInputIsRefusedNotMisread) {
+  // A stream beyond 2^64 was clamped to 2^64 - 1 by strtoull and accepted.
+  EXPECT_EQ(ErrorOf("alloc a 10 18446744073709551616\n"),
+            "t.trace:1: bad stream '18446744073709551616'; expected a non-negative integer "
+            "(decimal or 0x hex)");
+  // A capacity above the simulator's address model made expandable replays report OOMs.
+  EXPECT_EQ(ErrorOf("set_capacity 2048TiB\n"),
+            "t.trace:1: capacity '2048TiB' is above 1024 TiB, the largest device memory "
+            "memtune simulates");
+  EXPECT_EQ(ErrorOf("set_capacity 1024TiB\nset_non_pytorch 2048TiB\n"), "");
+  // A line without end (/dev/zero, a binary file) grew without limit.
+  EXPECT_EQ(ErrorOf("alloc a 1\n" + std::string(2 << 20, '\0')),
+            "t.trace:2: the line is longer than 1,048,576 characters | allowed: one event per "
+            "line (docs/trace-format.md); is this a trace file?");
+  // The longest line allowed, and a last line without a newline, still read.
+  std::string err;
+  const auto events =
+      ReadAll("alloc a 1 #" + std::string((1 << 20) - 11, 'x') + "\nfree a", &err);
+  EXPECT_EQ(err, "");
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].label.size(), static_cast<std::size_t>((1 << 20) - 11));
+  EXPECT_EQ(events[1].op, TraceOp::kFree);
+  EXPECT_EQ(events[1].line, 2);
+}
+
 TEST(TraceReaderTest, ReleasedHandlesAreReusedAndRemembered) {
   std::istringstream in("alloc a 1\nalloc b 1\nalloc c 1\n");
   TraceReader reader(in, "t");

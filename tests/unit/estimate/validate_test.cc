@@ -24,6 +24,27 @@ TEST(ValidateTest, ParseErrorsNameLineAndField) {
   EXPECT_EQ(bad_rank.error().Describe(), "c:1: measured.rank must be one of max, rank0, last (got '3')");
 }
 
+TEST(ValidateTest, OutOfRangeBytesAndNonStringRankAreErrors) {
+  auto parse = [](const std::string& measured) {
+    auto cases = ParseValidationCases(R"({"id": "a", "job": {}, "measured": )" + measured + "}", "c");
+    return cases ? std::string("ok") : cases.error().Describe();
+  };
+  // 1e30 and 2^64 - 1 bytes used to become -9223372036854775808 bytes (int64 overflow).
+  EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 1e30})"),
+            "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got 1e+30)");
+  EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 18446744073709551615})"),
+            "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 "
+            "(got 18446744073709551615)");
+  EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 0})"),
+            "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got 0)");
+  EXPECT_EQ(parse(R"({"metric": "max_allocated"})"),
+            "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got nothing)");
+  EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 58800000000})"), "ok");
+  // A numeric rank threw nlohmann's type_error (exit 3, "internal error").
+  EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 1, "rank": 3})"),
+            "c:1: measured.rank must be one of max, rank0, last (got 3)");
+}
+
 TEST(ValidateTest, CommentsAndBlankLinesAreSkipped) {
   auto cases = ParseValidationCases(
       "# note\n\n" R"({"id": "a", "job": {"model": {}}, "measured": {"metric": "max_reserved", "bytes": 5}})",

@@ -330,6 +330,17 @@ const std::map<std::string, FailingCase>& Cases() {
   return *cases;
 }
 
+TEST(CheckRulesTest, Fsdp2WarnsThatPeftAndMegatronFp8AreIgnored) {
+  // peft: lora and an fp8 mixed-precision preset left an fsdp2 estimate unchanged, silently.
+  Job job = BaseFsdp2Job();
+  job.peft = PeftConfig{};
+  job.model.fp8 = "hybrid";
+  const std::vector<Finding> findings = CheckJob(job);
+  ASSERT_EQ(Ids(findings), std::vector<std::string>{"fsdp.megatron-levers-ignored"});
+  EXPECT_EQ(findings[0].fields,
+            (std::vector<std::pair<std::string, std::string>>{{"peft", "lora"}, {"model.fp8", "hybrid"}}));
+}
+
 TEST(CheckRulesTest, BaseJobsPassEveryRule) {
   EXPECT_EQ(Ids(CheckJob(BaseJob())), std::vector<std::string>{});
   EXPECT_EQ(Ids(CheckJob(BaseFsdp2Job())), std::vector<std::string>{});

@@ -376,6 +376,35 @@ TEST(JobParseTest, EnvAndEnvVars) {
   EXPECT_EQ(doc.job.memtune.gpu_memory_bytes, 80LL << 30);
 }
 
+TEST(JobParseTest, YamlMergeKeysAreRefused) {
+  // "<<: *base" was ignored as an unknown field: the merged fields silently did not apply.
+  const std::string base = "base: &b {tensor_model_parallel_size: 8}\n";
+  EXPECT_EQ(Line(ParseError(base + std::string(kArch) + "  <<: *b\n")),
+            "model.<< is a YAML merge key ('<<'), which memtune does not apply; allowed: write the "
+            "merged fields out (anchors and aliases of whole values work)");
+  EXPECT_EQ(Line(ParseError(std::string(kArch) + "<<: {train: {micro_batch_size: 2}}\n")),
+            "<< is a YAML merge key ('<<'), which memtune does not apply; allowed: write the "
+            "merged fields out (anchors and aliases of whole values work)");
+  // An alias of a whole value is fine.
+  EXPECT_EQ(Parse(std::string(kArch) + "  seq_length: &s 2048\ndataset: {seq_length: *s}\n")
+                .job.model.seq_length,
+            2048);
+}
+
+TEST(JobParseTest, GpuMemorySizeStringsKeepTheIntegerRange) {
+  // '0.1B' rounded to 0 and silently dropped the GPU ("no GPU given"); '2000TiB' passed the
+  // 1 PiB limit that the integer form enforces.
+  EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {gpu_memory_bytes: '0.1B'}\n")),
+            "memtune.gpu_memory_bytes = '0.1B' (0 bytes) is out of range; allowed: 1 to "
+            "1,125,899,906,842,624 bytes");
+  EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {gpu_memory_bytes: '2000TiB'}\n")),
+            "memtune.gpu_memory_bytes = '2000TiB' (2,199,023,255,552,000 bytes) is out of range; "
+            "allowed: 1 to 1,125,899,906,842,624 bytes");
+  EXPECT_EQ(Parse(std::string(kArch) + "memtune: {gpu_memory_bytes: '1024TiB'}\n")
+                .job.memtune.gpu_memory_bytes,
+            std::int64_t{1} << 50);
+}
+
 TEST(JobParseTest, PeftShorthandAndUnsupportedMethod) {
   const JobDocument doc = Parse(std::string(kArch) + "peft: lora\n");
   ASSERT_TRUE(doc.job.peft.has_value());

@@ -55,6 +55,32 @@ TEST(PipelineLayoutTest, Errors) {
   EXPECT_EQ(huge.error().message, "the layout expands to more than 1048576 layers");
 }
 
+TEST(PipelineLayoutTest, RepeatsFollowPythonReSub) {
+  // MCore expands r"\(([^)]+)\)\*(\d+)" first, then r"(.)\*(\d+)", leftmost and without
+  // overlap: the group may contain '(' ("((t)*2" is "(t" twice), leading zeros are decimal.
+  auto nested = ParsePipelineLayout("E((t)*2)*2|tL", 1);
+  ASSERT_FALSE(nested.has_value());  // "(t(t)*2|tL" keeps a '('
+  EXPECT_EQ(nested.error().message,
+            "invalid layer character '('; known layer characters: E, L, t, m");
+  auto zeros = ParsePipelineLayout("Et*0003t*0L", 1);
+  ASSERT_TRUE(zeros.has_value()) << zeros.error().Describe();
+  EXPECT_EQ(zeros->stages[0], "EtttL");
+  auto group_of_repeats = ParsePipelineLayout("E(t*2|)*2tL", 3);
+  ASSERT_TRUE(group_of_repeats.has_value()) << group_of_repeats.error().Describe();
+  EXPECT_EQ(group_of_repeats->stages, (std::vector<PipelineStage>{"Ett", "tt", "tL"}));
+}
+
+TEST(PipelineLayoutTest, VeryLongLayoutIsParsedWithoutRecursion) {
+  // A 300,000-character group overflowed the stack in std::regex (ASan stack-overflow).
+  const std::string layout = "E(" + std::string(300000, 't') + ")*1|L";
+  auto parsed = ParsePipelineLayout(layout, 2);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().Describe();
+  EXPECT_EQ(parsed->Count('t'), 300000);
+  auto endless = ParsePipelineLayout(std::string(2000000, 't') + "*2", 1);
+  ASSERT_FALSE(endless.has_value());
+  EXPECT_EQ(endless.error().message, "the layout expands to more than 1048576 layers");
+}
+
 TEST(PipelineLayoutTest, ValidationListsEveryProblem) {
   auto layout = ParsePipelineLayout("tE|tmtE", 2);
   ASSERT_TRUE(layout.has_value());

@@ -157,5 +157,22 @@ TEST(SynthTest, RejectsZeroIterations) {
   EXPECT_EQ(synth.error().Describe(), "iterations: must be at least 1, got 0");
 }
 
+TEST(SynthTest, RefusesAReplayTooLongToFinish) {
+  // --microbatches 1000000000 threw std::bad_alloc (exit 3) and 100,000 ran for minutes.
+  SynthOptions options;
+  options.num_microbatches = 1000000000;
+  auto synth = TraceSynthesizer::Create(TinyJob(), options);
+  ASSERT_FALSE(synth);
+  EXPECT_EQ(synth.error().code, ErrorCode::kUnsupported);
+  EXPECT_EQ(synth.error().Describe(),
+            "num_microbatches: 1000000000 micro-batches per iteration x 2 iterations is too long "
+            "a replay");
+  EXPECT_EQ(synth.error().hint,
+            "allowed: up to 8,192 micro-batches in all; replay fewer (num_microbatches): the "
+            "schedule's steady state repeats");
+  options.num_microbatches = 4096;
+  EXPECT_TRUE(TraceSynthesizer::Create(TinyJob(), options).has_value());
+}
+
 }  // namespace
 }  // namespace memtune::synth
