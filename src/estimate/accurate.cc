@@ -8,6 +8,7 @@
 
 #include "activations.h"
 #include "fsdp2_estimate.h"
+#include "memtune/core/units.h"
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/gpu_catalog.h"
 #include "model_state.h"
@@ -67,7 +68,16 @@ Result<GpuFacts> LookUpGpu(const model::Job& job) {
     facts.context_bytes = found->cuda_context_bytes;
     facts.fp8_transpose = NeedsFp8Transpose(found->name);
   }
-  if (job.memtune.gpu_memory_bytes) facts.capacity_bytes = *job.memtune.gpu_memory_bytes;
+  if (job.memtune.gpu_memory_bytes) {
+    facts.capacity_bytes = *job.memtune.gpu_memory_bytes;
+    if (facts.capacity_bytes <= facts.context_bytes) {  // would leave no (or negative) usable memory
+      return InvalidInput("memtune.gpu_memory_bytes",
+                          std::to_string(facts.capacity_bytes) + " B is not above the " + job.memtune.gpu +
+                              " catalog's CUDA context and library memory (" +
+                              FormatGB(facts.context_bytes) + ")",
+                          "give the device's total memory, e.g. 80GiB");
+    }
+  }
   return facts;
 }
 

@@ -279,9 +279,11 @@ Violations MicrobatchGroup(const Job& job) {
                       "The number of contiguous micro-batches in a virtual pipeline stage "
                       "should range in [PP=" +
                           Str(pp) + ", M=" + Str(mb) + "] but it is " + Str(group),
-                      "raise global_batch_size so that there are at least " + Str(group) +
-                          " micro-batches per step, or set microbatch_group_size_per_vp_stage "
-                          "in [PP, M]"}};
+                      group < pp ? "set microbatch_group_size_per_vp_stage to at least PP (" + Str(pp) +
+                                       ") and at most M (" + Str(mb) + ")"
+                                 : "raise global_batch_size so that there are at least " + Str(group) +
+                                       " micro-batches per step, or set microbatch_group_size_per_vp_stage "
+                                       "in [PP, M]"}};
   }
   const std::int64_t rest = mb % group;
   if (rest > 0 && rest < pp) {
