@@ -56,7 +56,13 @@ Result<std::int64_t> ParseBytes(std::string_view text, std::string_view field) {
   if (!(value <= kMaxBytes)) {
     return InvalidInput(where, "'" + s + "' is too large; sizes above 2^62 bytes are not plausible");
   }
-  return static_cast<std::int64_t>(std::llround(value));
+  const double whole = std::round(value);
+  if (std::fabs(value - whole) > 1e-6 * std::max(1.0, whole)) {
+    char bytes[64];
+    std::snprintf(bytes, sizeof(bytes), "%.6g", value);
+    return InvalidInput(where, "'" + s + "' is " + bytes + " bytes; a size is a whole number of bytes");
+  }
+  return static_cast<std::int64_t>(whole);
 }
 
 std::string FormatBytesBinary(std::int64_t bytes) {

@@ -143,6 +143,9 @@ Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
     MEMTUNE_TRY(auto c, ParseCase(j, where));
     cases.push_back(std::move(c));
   }
+  if (cases.empty()) {  // an empty or comment-only file is a mistake, not a 0-case success
+    return InvalidInput(std::string(source_name), "no validation cases (one JSON object per line expected)");
+  }
   return cases;
 }
 

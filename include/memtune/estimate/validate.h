@@ -28,7 +28,8 @@ struct ValidationCase {
 
 // Parses JSON Lines (blank lines and lines starting with '#' are skipped).
 // Errors: kInvalidInput naming "<source_name>:<line>" and the field (id, job, measured.metric,
-// measured.bytes, measured.rank) with what is allowed.
+// measured.bytes, measured.rank) with what is allowed; kInvalidInput naming `source_name`
+// when the text holds no case at all.
 Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
                                                          std::string_view source_name);
 

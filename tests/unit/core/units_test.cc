@@ -25,6 +25,17 @@ TEST(UnitsTest, RejectsBadSizesNamingTheField) {
   EXPECT_FALSE(ParseBytes("99999999TiB", "x").has_value());
 }
 
+TEST(UnitsTest, RejectsFractionsOfAByte) {
+  // 1.5 bytes used to round to 2 (and '0.1B' to 0); sizes are whole bytes.
+  auto r = ParseBytes("1.5", "bytes");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().field, "bytes");
+  EXPECT_EQ(r.error().message, "'1.5' is 1.5 bytes; a size is a whole number of bytes");
+  EXPECT_FALSE(ParseBytes("0.1KiB", "x").has_value());  // 102.4 bytes
+  EXPECT_EQ(*ParseBytes("0.5KiB", "x"), 512);
+  EXPECT_EQ(*ParseBytes("2.0", "x"), 2);
+}
+
 TEST(UnitsTest, Formats) {
   EXPECT_EQ(FormatBytesBinary(0), "0 B");
   EXPECT_EQ(FormatBytesBinary(1536), "1.50 KiB");

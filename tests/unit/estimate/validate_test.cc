@@ -45,6 +45,12 @@ TEST(ValidateTest, OutOfRangeBytesAndNonStringRankAreErrors) {
             "c:1: measured.rank must be one of max, rank0, last (got 3)");
 }
 
+TEST(ValidateTest, AFileWithoutCasesIsAnError) {
+  auto none = ParseValidationCases("# only a comment\n\n", "empty.jsonl");
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().Describe(), "empty.jsonl: no validation cases (one JSON object per line expected)");
+}
+
 TEST(ValidateTest, CommentsAndBlankLinesAreSkipped) {
   auto cases = ParseValidationCases(
       "# note\n\n" R"({"id": "a", "job": {"model": {}}, "measured": {"metric": "max_reserved", "bytes": 5}})",

@@ -392,10 +392,14 @@ TEST(JobParseTest, YamlMergeKeysAreRefused) {
 }
 
 TEST(JobParseTest, GpuMemorySizeStringsKeepTheIntegerRange) {
-  // '0.1B' rounded to 0 and silently dropped the GPU ("no GPU given"); '2000TiB' passed the
-  // 1 PiB limit that the integer form enforces.
-  EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {gpu_memory_bytes: '0.1B'}\n")),
-            "memtune.gpu_memory_bytes = '0.1B' (0 bytes) is out of range; allowed: 1 to "
+  // '0.1B' rounded to 0 and silently dropped the GPU ("no GPU given"); now a fraction of a
+  // byte is refused, and '0B' is out of range. '2000TiB' passed the 1 PiB limit that the
+  // integer form enforces.
+  const Error fraction = ParseError(std::string(kArch) + "memtune: {gpu_memory_bytes: '0.1B'}\n");
+  EXPECT_EQ(fraction.field, "memtune.gpu_memory_bytes");
+  EXPECT_EQ(Line(fraction), "'0.1B' is 0.1 bytes; a size is a whole number of bytes");
+  EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {gpu_memory_bytes: '0B'}\n")),
+            "memtune.gpu_memory_bytes = '0B' (0 bytes) is out of range; allowed: 1 to "
             "1,125,899,906,842,624 bytes");
   EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {gpu_memory_bytes: '2000TiB'}\n")),
             "memtune.gpu_memory_bytes = '2000TiB' (2,199,023,255,552,000 bytes) is out of range; "
