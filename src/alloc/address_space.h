@@ -13,10 +13,9 @@ namespace memtune::alloc::internal {
 class AddressSpace {
  public:
   static constexpr std::uint64_t kBase = 0x7f0000000000ULL;  // typical CUDA UVA device range
-  // bytes (8 EiB, kBase + kSpan still fits in 64 bits): expandable segments reserve 1.125 x
-  // capacity of address space per stream and pool, so even at the largest capacity memtune
-  // accepts (1 PiB) over 7,000 reservations fit. At 1 EiB, 910 did: a trace on ~460 streams
-  // reported false OOMs for 512-byte requests.
+  // bytes (8 EiB; kBase + kSpan still fits in 64 bits): expandable segments reserve 1.125 x
+  // capacity of address space per stream and pool, so at kMaxDeviceBytes (1 PiB, the
+  // largest capacity memtune accepts) over 7,000 reservations fit.
   static constexpr std::uint64_t kSpan = 1ULL << 63;
   static constexpr std::uint64_t kAlign = 2ULL << 20;        // bytes (2 MiB)
 

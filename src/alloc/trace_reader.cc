@@ -191,9 +191,9 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
     case TraceOp::kSetCapacity:
     case TraceOp::kSetNonPytorch: {
       MEMTUNE_TRY(event.bytes, parse_bytes(tok[1]));
-      // The simulator's address model ends at kMaxCapacityBytes (constants.h): a larger
+      // The simulator's address model is sized for kMaxDeviceBytes (core/units.h): a larger
       // device made expandable segments run out of addresses and report false OOMs.
-      if (spec->op == TraceOp::kSetCapacity && event.bytes > kMaxCapacityBytes) {
+      if (spec->op == TraceOp::kSetCapacity && event.bytes > kMaxDeviceBytes) {
         return Fail("capacity '" + std::string(tok[1]) +
                     "' is above 1024 TiB, the largest device memory memtune simulates");
       }

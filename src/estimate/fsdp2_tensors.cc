@@ -191,13 +191,10 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
 
 }  // namespace
 
-std::int64_t Fsdp2Facts::LossSavedBytes() const {
-  return compile_loss ? logits_bytes + loss_row_stats_bytes : logits_fp32_bytes;
-}
-
 std::int64_t Fsdp2Facts::LossBackwardPeakBytes() const {
-  // Eager: the saved log-softmax output plus the other fp32 tensors of its backward.
-  return compile_loss ? LossSavedBytes() + logits_bytes : LossBackwardTensors() * logits_fp32_bytes;
+  // Compiled: the saved bf16 logits and row statistics, and the bf16 gradient. Eager: the
+  // saved log-softmax output plus the other fp32 tensors of its backward.
+  return compile_loss ? 2 * logits_bytes + loss_row_stats_bytes : LossBackwardTensors() * logits_fp32_bytes;
 }
 
 std::int64_t Fsdp2Facts::BlockShardElements() const {

@@ -73,9 +73,8 @@ struct Fsdp2Facts {
   // per row (max and log-sum-exp) instead of the fp32 log-softmax; the backward is one fused
   // kernel writing the bf16 logits gradient (the .float() cast's backward folded in).
   std::int64_t loss_row_stats_bytes = 0;
-  // What the loss keeps from its forward until its backward, and what that backward adds
-  // at its peak, in bytes.
-  std::int64_t LossSavedBytes() const;
+  // The loss's tensors live at its backward's peak, in bytes: what it saved plus what its
+  // backward allocates.
   std::int64_t LossBackwardPeakBytes() const;
   // fp32 logits-shaped tensors live at the cross-entropy backward's peak: 3 for PyTorch's
   // nll_loss + log_softmax backward (saved output, its gradient, the input gradient); 4

@@ -36,12 +36,12 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
   c.metric = m["metric"].get<std::string>();
   // At most 1 PiB, the largest GPU memory a job may declare: a larger number is a typo, and
   // one beyond 2^63 would not even convert to int64 (it read as -9.2e18 bytes).
-  constexpr double kMaxMeasuredBytes = static_cast<double>(std::int64_t{1} << 50);
+  constexpr double kMaxMeasuredBytes = static_cast<double>(kMaxDeviceBytes);
   const json* bytes = m.contains("bytes") ? &m["bytes"] : nullptr;
   if (bytes == nullptr || !bytes->is_number() || !(bytes->get<double>() >= 1) ||
       bytes->get<double>() > kMaxMeasuredBytes) {
     return bad("measured.bytes", "must be a number of bytes from 1 to " +
-                                     FormatWithCommas(std::int64_t{1} << 50) + " (got " +
+                                     FormatWithCommas(kMaxDeviceBytes) + " (got " +
                                      (bytes == nullptr ? std::string("nothing") : bytes->dump()) +
                                      ")");
   }

@@ -14,7 +14,6 @@ constexpr std::int64_t kMaxBatch = 1'000'000'000;  // sequences
 constexpr std::int64_t kMaxWorld = 1'000'000;      // GPUs
 constexpr std::int64_t kMaxParallel = 100'000;
 constexpr std::int64_t kMaxDim = 10'000'000;
-constexpr std::int64_t kMaxGpuBytes = 1LL << 50;  // 1 PiB: far above any GPU
 constexpr std::int64_t kMaxBucketElements = 1'000'000'000'000;
 
 bool CpuOffload(const Job& j) { return j.optimizer.optimizer_cpu_offload; }
@@ -171,16 +170,16 @@ FieldSpec GpuMemoryField() {
                   MEMTUNE_TRY(const std::int64_t bytes, ParseBytes(n.Scalar(), p));
                   // The same range as the integer form: "0.1B" rounds to 0, "2048TiB" is
                   // beyond the largest capacity memtune models.
-                  if (bytes < 1 || bytes > kMaxGpuBytes) {
+                  if (bytes < 1 || bytes > kMaxDeviceBytes) {
                     return InvalidConfig(
                         p, p + " = '" + n.Scalar() + "' (" + FormatWithCommas(bytes) +
                                " bytes) is out of range",
-                        "allowed: 1 to " + FormatWithCommas(kMaxGpuBytes) + " bytes");
+                        "allowed: 1 to " + FormatWithCommas(kMaxDeviceBytes) + " bytes");
                   }
                   j.memtune.gpu_memory_bytes = bytes;
                   return OkStatus();
                 }
-                MEMTUNE_TRY(j.memtune.gpu_memory_bytes, ToInt(n, p, 1, kMaxGpuBytes));
+                MEMTUNE_TRY(j.memtune.gpu_memory_bytes, ToInt(n, p, 1, kMaxDeviceBytes));
                 return OkStatus();
               },
               [](const Job& j) {

@@ -5,11 +5,12 @@
 #include <utility>
 
 #include "memtune/alloc/simulator.h"
+#include "memtune/core/units.h"
 
 namespace memtune::synth {
 namespace {
 
-constexpr std::int64_t kNoLimitBytes = std::int64_t{1} << 50;  // 1 PiB: "no capacity limit"
+constexpr std::int64_t kNoLimitBytes = kMaxDeviceBytes;  // "no capacity limit"
 
 class SimulatorSink : public EventSink {
  public:

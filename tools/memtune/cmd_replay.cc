@@ -4,7 +4,6 @@
 
 #include "command.h"
 #include "commands.h"
-#include "memtune/alloc/constants.h"
 #include "memtune/core/units.h"
 #include "memtune/report/replay_report.h"
 #include "memtune/snapshot/replay.h"
@@ -34,7 +33,7 @@ int RunReplay(int argc, char** argv) {
   if (!capacity.empty()) {
     auto bytes = ParseBytes(capacity, "--capacity");
     if (!bytes) return PrintError("replay", bytes.error());
-    if (*bytes <= 0 || *bytes > alloc::kMaxCapacityBytes) {
+    if (*bytes <= 0 || *bytes > kMaxDeviceBytes) {
       return PrintError("replay", InvalidInput("--capacity", "'" + capacity +
                                                                  "' must be positive and at most 1024 TiB, the "
                                                                  "largest device memory memtune simulates"));

@@ -6,7 +6,6 @@
 #include "command.h"
 #include "commands.h"
 #include "memtune/alloc/replay.h"
-#include "memtune/alloc/constants.h"
 #include "memtune/core/file.h"
 #include "memtune/core/units.h"
 #include "memtune/report/simulate_report.h"
@@ -71,7 +70,7 @@ Result<alloc::SimulatorOptions> MakeOptions(const SimulateFlags& f, const std::s
   MEMTUNE_TRY(o.non_pytorch_bytes, ParseBytes(f.non_pytorch, "--non-pytorch"));
   if (o.capacity_bytes <= 0)
     return InvalidInput("--capacity", "the device capacity must be positive");
-  if (o.capacity_bytes > alloc::kMaxCapacityBytes)
+  if (o.capacity_bytes > kMaxDeviceBytes)
     return InvalidInput("--capacity", "'" + f.capacity + "' is above 1024 TiB, the largest device memory memtune simulates");
   if (f.memory_fraction >= 0.0) o.memory_fraction = f.memory_fraction;
   o.pending_frees = f.pending;

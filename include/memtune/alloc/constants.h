@@ -25,11 +25,6 @@ inline constexpr std::int64_t kRoundLarge = 2 * kMiB;  // bytes; larger segments
 inline constexpr std::int64_t kOneExaByte = std::int64_t{1}
                                             << 60;  // bytes; requests >= this fail at once
 
-// memtune's own limit, not PyTorch's: the largest device capacity the simulator models
-// (1 PiB). Its address model is sized so that expandable segments, which reserve 1.125 x
-// capacity of virtual addresses per stream and pool, fit for thousands of streams.
-inline constexpr std::int64_t kMaxCapacityBytes = std::int64_t{1} << 50;
-
 // PyTorch's max_split_size default is SIZE_MAX ("unlimited"); memtune uses int64 max.
 inline constexpr std::int64_t kUnlimitedBytes = std::numeric_limits<std::int64_t>::max();
 

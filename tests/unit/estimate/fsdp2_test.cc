@@ -65,11 +65,16 @@ TEST(Fsdp2Test, SavedActivationsFollowTheCheckpointMode) {
   EXPECT_EQ(layer->BlockKeptBytes(1), 4096);
 }
 
-TEST(Fsdp2Test, LossBackwardHoldsThreeFp32LogitsOrFourWithLossParallel) {
-  // A long sequence makes the loss the peak: N = 4096, V = 256.
+// A long sequence and a large vocabulary make the loss the peak: N = 4096, V = 32768.
+model::Job LossBoundJob() {
   auto job = Fsdp2Job("full");
   job.model.seq_length = 4096;
   job.model.vocab_size = 32768;
+  return job;
+}
+
+TEST(Fsdp2Test, LossBackwardHoldsThreeFp32LogitsOrFourWithLossParallel) {
+  auto job = LossBoundJob();
   auto e = EstimateMemory(job);
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_EQ(e->ranks.front().peak_phase, "loss backward");
@@ -86,9 +91,7 @@ TEST(Fsdp2Test, CompiledLossKeepsBf16LogitsAndRowStatistics) {
   // Same long sequence, loss compiled: the bf16 logits (2 B) and two fp32 statistics per
   // row are saved, the fused backward writes the bf16 gradient (2 B): 4 B per logit plus
   // 8 B per row, against 12 B per logit eagerly.
-  auto job = Fsdp2Job("full");
-  job.model.seq_length = 4096;
-  job.model.vocab_size = 32768;
+  auto job = LossBoundJob();
   job.memtune.fsdp2.compile = true;
   job.memtune.fsdp2.compile_loss = true;
   auto e = EstimateMemory(job);
