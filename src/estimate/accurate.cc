@@ -83,8 +83,23 @@ Result<GpuFacts> LookUpGpu(const model::Job& job) {
 
 void AddAssumptions(const model::Job& job, Estimate& e) {
   const auto& m = job.model;
+  const char* spec = "Transformer Engine layer spec (fused norm + linear, fused/flash attention, fused RoPE)";
+  switch (model::CoreAttentionOf(m)) {
+    case model::CoreAttention::kFused: break;
+    case model::CoreAttention::kTeUnfused:
+      spec = "Transformer Engine layer spec with unfused attention (attention_backend: unfused): "
+             "the [b, heads, s, s] softmax is kept for backward";
+      break;
+    case model::CoreAttention::kLocal:
+      spec = m.transformer_impl == "local"
+                 ? "MCore local layer spec (transformer_impl: local): unfused attention keeps the "
+                   "[b, heads, s, s] softmax, plus one persistent score buffer"
+                 : "MCore DotProductAttention (attention_backend: local): the [b, heads, s, s] "
+                   "softmax is kept for backward, plus one persistent score buffer";
+      break;
+  }
   e.assumptions = {
-      "Transformer Engine layer spec (fused norm + linear, fused/flash attention, fused RoPE)",
+      spec,
       "pipeline outputs deallocated after send (deallocate_pipeline_outputs, as Megatron-LM "
       "and Bridge set it)",
       "gradient_accumulation_fusion: weight gradients accumulate into the grad buffer",

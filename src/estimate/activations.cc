@@ -3,6 +3,7 @@
 #include "activations.h"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,8 @@ constexpr ActTensorText kTensorInfo[kNumActTensors] = {
     {"act.attn_qkv", "q and k after fused RoPE, plus the linear_qkv output the v view keeps alive"},
     {"act.attn_out", "attention output saved as the linear_proj GEMM input"},
     {"act.attn_softmax_stats", "fused-attention softmax statistics (fp32, per head and token)"},
+    {"act.attn_probs", "unfused attention: softmax probabilities [b, heads, s, s] saved for backward"},
+    {"act.attn_probs_dropout", "unfused attention: attention-dropout mask and dropped probabilities"},
     {"act.attn_mla_latent", "MLA q/kv down-projection outputs saved by the up-projections"},
     {"act.attn_mla_up", "MLA up-projection outputs (dropped by mla_up_proj recompute)"},
     {"act.attn_dropout_mask", "hidden-dropout mask after attention (1 B per element)"},
@@ -76,6 +79,10 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
     a[kAttnQkv] = act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
     a[kAttnMlaLatent] = act * (c.mla_q_rank + c.mla_kv_rank);
     a[kAttnMlaUp] = c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
+  } else if (c.unfused_attn && c.gqa_repeat && !c.recompute_core_attn) {
+    // Unfused attention with GQA repeat_interleaves k and v to every local query head; the
+    // score and context GEMMs save q and those copies, and nothing keeps mixed_qkv alive.
+    a[kAttnQkv] = act * 3 * q;
   } else {
     // attention.py: q is a reshape copy rotated by fused RoPE (new tensor), k is rotated
     // (new tensor), v is a view of mixed_qkv, so the saved v keeps the whole qkv output.
@@ -89,7 +96,14 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
   if (fp8_layer && c.fp8_delayed) out = c.recompute_core_attn ? out_width : out + out_width;
   if (c.frozen_base && c.recompute_core_attn) out = 0;
   a[kAttnOut] = out;
-  a[kAttnSoftmaxStats] = c.recompute_core_attn ? 0 : 4 * c.heads_per_rank;
+  if (c.unfused_attn) {
+    // [b, heads, sq, sk] per micro-batch = tokens x heads x sk (docs/estimator.md).
+    const std::int64_t scores = c.recompute_core_attn ? 0 : c.heads_per_rank * c.seq_k;
+    a[kAttnProbs] = c.probs_bytes * scores;
+    a[kAttnProbsDropout] = c.probs_dropout_bytes * scores;
+  } else {
+    a[kAttnSoftmaxStats] = c.recompute_core_attn ? 0 : 4 * c.heads_per_rank;
+  }
   a[kAttnDropoutMask] = c.hidden_dropout > 0 ? hid : 0;
 }
 
@@ -147,6 +161,47 @@ void FillLora(const ActContext& c, bool moe_layer, ActBytes& a) {
   a[kLoraHidden] = act * c.lora_dim * targets;
 }
 
+// TE attention/dot_product_attention/softmax.py and MCore fusions/fused_softmax.py
+// is_kernel_available: the fused scaled-masked-softmax kernel runs for half-precision
+// scores with these shapes (batch_per_block follows the kernel's launch geometry).
+bool SoftmaxKernelRuns(const model::Job& job, const ActContext& c, bool local) {
+  const auto& m = job.model;
+  if (c.act_bytes != 2) return false;
+  if (local && !m.masked_softmax_fusion) return false;
+  const std::int64_t sq = c.seq_k, sk = c.seq_k;
+  const std::int64_t batches = job.train.micro_batch_size * c.heads_per_rank;
+  const std::int64_t pow2 = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(1, sk))));
+  const std::int64_t warp = std::min<std::int64_t>(pow2, 32);
+  const std::int64_t per_block = (128 / warp) * (pow2 <= 128 ? 2 : 1);
+  if (local) {  // causal: ScaledUpperTriangMaskedSoftmax
+    return sk > 16 && sk <= 4096 && sq % 4 == 0 && sk % 4 == 0 && batches % 4 == 0 &&
+           batches % per_block == 0;
+  }
+  return sk > 16 && sk < 16384 && sk % 8 == 0 && sq > 1 && sq % 4 == 0 && batches % 4 == 0 &&
+         sq % per_block == 0;
+}
+
+// Bytes per attention-score element the unfused softmax and dropout keep. The fused kernel
+// saves its half-precision output; the torch fallback (softmax_in_fp32, always on in TE)
+// saves the fp32 softmax and the half copy the context GEMM reads. Attention dropout
+// (p > 0) adds its bool mask and its output, which the context GEMM then saves instead.
+void FillUnfusedAttention(const model::Job& job, ActContext& c) {
+  const auto& m = job.model;
+  const model::CoreAttention core = model::CoreAttentionOf(m);
+  if (core == model::CoreAttention::kFused) return;
+  c.unfused_attn = true;
+  c.local_attn = core == model::CoreAttention::kLocal;
+  c.seq_k = m.seq_length / std::max(1, m.context_parallel_size);
+  const std::int64_t groups = model::EffectiveQueryGroups(m);
+  c.gqa_repeat = !c.mla && m.num_attention_heads / std::max<std::int64_t>(1, groups) > 1;
+  const bool kernel = SoftmaxKernelRuns(job, c, c.local_attn);
+  const bool fp32_softmax =
+      !kernel && c.act_bytes == 2 && (!c.local_attn || m.attention_softmax_in_fp32);
+  const bool dropout = m.attention_dropout > 0;
+  c.probs_bytes = fp32_softmax ? 4 + (dropout ? 0 : c.act_bytes) : c.act_bytes;
+  c.probs_dropout_bytes = dropout ? 1 + c.act_bytes : 0;
+}
+
 }  // namespace
 
 const char* ActTensorName(ActTensor tensor) { return kTensorInfo[tensor].name.data(); }
@@ -181,6 +236,7 @@ ActContext MakeActContext(const model::Job& job) {
   c.mla_qk_width = m.qk_head_dim + m.qk_pos_emb_head_dim;
   c.mla_v_width = m.v_head_dim;
   c.hidden_dropout = m.hidden_dropout;
+  FillUnfusedAttention(job, c);
   c.fp8 = !m.fp8.empty();
   c.fp8_delayed = m.fp8_recipe == "delayed";
   const bool selective = m.recompute_granularity == model::RecomputeGranularity::kSelective;
@@ -225,7 +281,14 @@ std::int64_t LayerBackwardWorkspace(const ActContext& c, bool moe_layer, bool fp
                                     const ActBytes& kept) {
   // The MLP backward's working set, tensor by tensor, lives in layer_tensors.cc (shared
   // with the trace synthesizer, src/synth/); it is all live at the MLP backward's peak.
-  const std::int64_t working = SumBytes(LayerBackwardTransients(c, moe_layer, fp8_layer));
+  std::int64_t working = SumBytes(LayerBackwardTransients(c, moe_layer, fp8_layer));
+  if (c.unfused_attn) {
+    // Unfused attention's backward holds score-sized gradients, which can outgrow the
+    // MLP's working set (the layer's saved tensors are still all counted, an upper bound).
+    const AttnBwdBytes attn = LayerAttentionBackwardTransients(c, fp8_layer);
+    working = std::max(working, attn[kAttnBwdGradOut] + attn[kAttnBwdGradProbs] +
+                                    attn[kAttnBwdGradScores]);
+  }
   // Selective-recompute replay of this layer's checkpointed parts (none without selective
   // recompute: the layer then keeps what it would keep without it).
   const bool selective = c.recompute_core_attn || c.recompute_mlp || c.recompute_moe ||
@@ -245,6 +308,10 @@ std::int64_t CheckpointInputBytes(const ActContext& c, bool distribute_saved) {
   std::int64_t per_token = c.act_bytes * c.h / c.hid_div;
   if (distribute_saved) per_token /= c.tp;
   return per_token * c.tokens;
+}
+
+std::int64_t LocalAttentionScoreBuffer(const ActContext& c) {
+  return c.local_attn ? c.act_bytes * c.heads_per_rank * c.seq_k * c.tokens : 0;
 }
 
 std::int64_t SumBytes(const ActBytes& bytes) {

@@ -17,6 +17,8 @@ enum ActTensor : int {
   kAttnQkv,          // q, k after RoPE + the linear_qkv output kept alive by the v view
   kAttnOut,          // attention output = linear_proj GEMM input
   kAttnSoftmaxStats, // fused-attention softmax statistics (fp32)
+  kAttnProbs,        // unfused attention: softmax output(s), [b, heads, sq, sk]
+  kAttnProbsDropout, // unfused attention: attention-dropout mask and output
   kAttnMlaLatent,    // MLA down-projection outputs (q/kv latents), saved by the up-projections
   kAttnMlaUp,        // MLA up-projection outputs (discarded by mla_up_proj recompute)
   kAttnDropoutMask,  // hidden-dropout mask after attention (bool)
@@ -64,6 +66,13 @@ struct ActContext {
   bool mla = false;
   std::int64_t mla_q_rank = 0, mla_kv_rank = 0, mla_qk_width = 0, mla_v_width = 0;
   double hidden_dropout = 0;
+  // Unfused core attention (TE UnfusedDotProductAttention or MCore DotProductAttention):
+  // bytes saved per attention-score element by the softmax, and by the attention dropout.
+  bool unfused_attn = false;
+  bool local_attn = false;            // MCore DotProductAttention (its persistent score buffer)
+  bool gqa_repeat = false;            // unfused: k and v repeated to every query head
+  std::int64_t seq_k = 0;             // keys each query attends to (s / CP)
+  int probs_bytes = 0, probs_dropout_bytes = 0;
   bool fp8 = false;             // fp8 GEMM inputs (TE) for fp8 layers
   bool fp8_delayed = false;     // delayed scaling: linear_proj saves its fp8 input
   bool frozen_base = false;     // PEFT: base linears do not save GEMM inputs
@@ -93,6 +102,10 @@ std::int64_t LayerBackwardWorkspace(const ActContext& ctx, bool moe_layer, bool 
 // Input kept by one full-recompute checkpoint (the layer input, split over TP with
 // distribute_saved_activations).
 std::int64_t CheckpointInputBytes(const ActContext& ctx, bool distribute_saved);
+
+// MCore dot_product_attention.py: get_global_memory_buffer().get_tensor(..., "mpu") keeps
+// one [b, heads, sq, sk] tensor per rank for the rest of the run (0 unless local attention).
+std::int64_t LocalAttentionScoreBuffer(const ActContext& ctx);
 
 // Sum of a tensor table.
 std::int64_t SumBytes(const ActBytes& bytes);

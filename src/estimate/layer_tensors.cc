@@ -8,8 +8,9 @@ namespace memtune::estimate::internal {
 namespace {
 
 constexpr const char* kFwdNames[kNumFwdTransients] = {
-    "fwd.ln1_gather", "fwd.proj_in_cast", "fwd.proj_out",   "fwd.proj_scatter", "fwd.ln2_gather",
-    "fwd.act_out",    "fwd.moe_dispatch", "fwd.moe_combine", "fwd.fc2_out",     "fwd.fc2_scatter",
+    "fwd.ln1_gather",  "fwd.attn_score_input", "fwd.attn_scores", "fwd.proj_in_cast",
+    "fwd.proj_out",    "fwd.proj_scatter",     "fwd.ln2_gather",  "fwd.act_out",
+    "fwd.moe_dispatch", "fwd.moe_combine",     "fwd.fc2_out",     "fwd.fc2_scatter",
 };
 
 constexpr const char* kBwdNames[kNumBwdTransients] = {
@@ -37,6 +38,14 @@ FwdBytes LayerForwardTransients(const ActContext& c, bool moe_layer, bool fp8_la
   // layernorm_linear.py: with SP the (fp8) norm output is all-gathered into a full-sequence
   // buffer for the GEMM and freed after it.
   f[kFwdLn1Gather] = sp ? gemm_in * c.h : 0;
+  // backends.py UnfusedDotProductAttention: baddbmm(torch.empty(scores), q, k^T, beta=0)
+  // returns a new scores tensor; MCore's DotProductAttention passes its persistent global
+  // buffer instead of the empty one. The scores are freed once the softmax has run.
+  if (c.unfused_attn && !c.recompute_core_attn) {
+    const std::int64_t scores = act * c.heads_per_rank * c.seq_k;
+    f[kFwdAttnScoreInput] = c.local_attn ? 0 : scores;
+    f[kFwdAttnScores] = scores;
+  }
   // attention.py set_save_original_input(linear_proj): current scaling casts the bf16 output
   // for the GEMM only (delayed scaling saves the cast, counted in act.attn_out).
   const std::int64_t out_width = c.mla ? c.heads_per_rank * c.mla_v_width : c.q_width / c.tp;
@@ -85,8 +94,9 @@ BwdBytes LayerBackwardTransients(const ActContext& c, bool moe_layer, bool fp8_l
 }
 
 const char* AttnBwdTransientName(AttnBwdTransient tensor) {
-  constexpr const char* kNames[kNumAttnBwdTransients] = {"bwd.grad_attn_out", "bwd.grad_qkv",
-                                                         "bwd.ln1_gather", "bwd.qkv_dgrad"};
+  constexpr const char* kNames[kNumAttnBwdTransients] = {
+      "bwd.grad_attn_out", "bwd.grad_attn_probs", "bwd.grad_attn_scores",
+      "bwd.grad_qkv",      "bwd.ln1_gather",      "bwd.qkv_dgrad"};
   return kNames[tensor];
 }
 
@@ -98,6 +108,15 @@ AttnBwdBytes LayerAttentionBackwardTransients(const ActContext& c, bool fp8_laye
                                  : c.q_width / c.tp + 2 * c.kv_width_per_rank;
   AttnBwdBytes b{};
   b[kAttnBwdGradOut] = act * q;
+  if (c.unfused_attn) {
+    // bmm backward writes the probabilities' gradient; the dropout backward and the torch
+    // softmax's fp32 backward each write a new one (the fused softmax kernel works in place).
+    const std::int64_t scores = c.heads_per_rank * c.seq_k;
+    b[kAttnBwdGradProbs] = act * scores;
+    const bool dropout = c.probs_dropout_bytes > 0;
+    const bool fp32_softmax = c.probs_bytes > act;
+    b[kAttnBwdGradScores] = ((dropout ? act : 0) + (fp32_softmax ? 4 : 0)) * scores;
+  }
   b[kAttnBwdGradQkv] = act * qkv;  // attention.py / TE fused attn backward: one dqkv buffer
   b[kAttnBwdLn1Gather] = gemm_in * c.h;
   b[kAttnBwdQkvDgrad] = act * c.h;

@@ -18,6 +18,8 @@ namespace memtune::estimate::internal {
 // reduce-scatter, bf16 activations after their fp8 cast).
 enum FwdTransient : int {
   kFwdLn1Gather,     // SP all-gather of the input-norm output (linear_qkv GEMM input)
+  kFwdAttnScoreInput,// unfused TE attention: the torch.empty baddbmm is given (freed after it)
+  kFwdAttnScores,    // unfused attention: raw scores [b, heads, sq, sk] until the softmax
   kFwdProjInCast,    // fp8 cast of the attention output (linear_proj GEMM input)
   kFwdProjOut,       // linear_proj GEMM output before the SP reduce-scatter (full tokens)
   kFwdProjScatter,   // linear_proj reduce-scatter output (local tokens), before the residual add
@@ -47,6 +49,8 @@ enum BwdTransient : int {
 // is the MLP's kBwdGradGather size; these are the attention-specific tensors.
 enum AttnBwdTransient : int {
   kAttnBwdGradOut,     // gradient of the attention output (linear_proj dgrad output)
+  kAttnBwdGradProbs,   // unfused attention: gradient of the probabilities (context GEMM)
+  kAttnBwdGradScores,  // unfused attention: dropout / fp32-softmax backward outputs
   kAttnBwdGradQkv,     // fused-attention dq, dk, dv (the linear_qkv output gradient)
   kAttnBwdLn1Gather,   // SP re-gather of the saved linear_qkv input for the wgrad
   kAttnBwdQkvDgrad,    // linear_qkv dgrad output before the SP reduce-scatter (full tokens)

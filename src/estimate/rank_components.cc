@@ -102,8 +102,8 @@ class ComponentList {
     std::int64_t bytes;
     ComponentKind kind;
   };
-  // 8 model-state components, every activation tensor, then at most 5 others.
-  static constexpr int kCapacity = 8 + kNumActTensors + 5;
+  // 9 model-state components, every activation tensor, then at most 5 others.
+  static constexpr int kCapacity = 9 + kNumActTensors + 5;
   std::array<Item, kCapacity> items_;
   int size_ = 0;
 };
@@ -116,6 +116,9 @@ void PushModelState(ComponentList& push, const ModelStateBytes& s) {
   push("params.fp8_t", s.fp8_transpose, ComponentKind::kParameters,
        "fp8 transposed copies (Hopper) or TE's cached fp8 weights when params are not fp8");
   push("buffers", s.buffers, ComponentKind::kParameters, "persistent fp32 buffers (router expert bias)");
+  push("buf.attn_scores", s.attn_score_buffer, ComponentKind::kActivations,
+       "MCore local attention's persistent global buffer the scores GEMM is handed (one "
+       "[b, heads, s, s] tensor per rank)");
   push("grads", s.grads, ComponentKind::kGradients,
        "DDP gradient buffer of requires_grad parameters (fp32 if grad_reduce_in_fp32)");
   push("opt.main", s.main_params, ComponentKind::kOptimizer,
@@ -184,7 +187,8 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   r.pp_rank = pp_rank;
   r.layers = NumLayers(stage);
   const RankParams params = CountRankParams(job, f.params, stage, p);
-  const ModelStateBytes state = ComputeModelState(state_rules, params);
+  ModelStateBytes state = ComputeModelState(state_rules, params);
+  if (r.layers > 0) state.attn_score_buffer = LocalAttentionScoreBuffer(f.act);
   std::array<int, 32> live_inline;  // chunks per rank: VPP, rarely above 32
   std::vector<int> live_heap;
   std::span<int> live(live_inline.data(), std::min<std::size_t>(chunks, live_inline.size()));

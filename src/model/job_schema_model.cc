@@ -2,6 +2,7 @@
 // change memory. Defaults are those of Megatron-Core 2a75ac12 (the commit Megatron-Bridge
 // 067f987d pins) and Bridge's GPTModelProvider; see docs/job.md.
 #include "memtune/core/suggest.h"
+#include "memtune/model/parameters.h"
 #include "model/job_schema.h"
 
 namespace memtune::model::internal {
@@ -24,6 +25,9 @@ bool Selective(const Job& j) {
 }
 bool LearnedPositions(const Job& j) {
   return j.model.position_embedding_type == "learned_absolute";
+}
+bool LocalUnfusedAttention(const Job& j) {
+  return CoreAttentionOf(j.model) == CoreAttention::kLocal;
 }
 bool NoPrecisionPreset(const Job& j) {
   return j.mixed_precision.empty() && j.memtune.framework == Framework::kMegatron;
@@ -285,6 +289,14 @@ std::vector<FieldSpec> LeverFields() {
              "Bridge GPTModelProvider"),
       m.Enum("cross_entropy_fusion_impl", &ModelConfig::cross_entropy_fusion_impl,
              {"native", "te"}),
+      // (Not "defaults assumed": the estimate's assumptions line names the attention used.)
+      m.Enum("attention_backend", &ModelConfig::attention_backend,
+             {"auto", "flash", "fused", "unfused", "local"}),
+      m.Enum("transformer_impl", &ModelConfig::transformer_impl, {"transformer_engine", "local"}),
+      Memory(m.Bool("masked_softmax_fusion", &ModelConfig::masked_softmax_fusion),
+             "Bridge GPTModelProvider", LocalUnfusedAttention),
+      Memory(m.Bool("attention_softmax_in_fp32", &ModelConfig::attention_softmax_in_fp32),
+             "Bridge GPTModelProvider", LocalUnfusedAttention),
   };
 }
 

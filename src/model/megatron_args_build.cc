@@ -22,6 +22,29 @@ YAML::Node Flow(const std::vector<std::string>& items) {
   return list;
 }
 
+// Vocabulary size before padding, as Megatron-LM's tokenizer reports it
+// (megatron/core/tokenizers/utils/build_tokenizer.py): --vocab-size for NullTokenizer and
+// TikTokenizer (default 2^17, tiktoken_tokenizer.py DEFAULT_TIKTOKEN_MAX_VOCAB); the GPT-2 BPE
+// vocabulary's 50,257 tokens for GPT2BPETokenizer, which pretrain_gpt.py makes the default
+// (args_defaults). Other tokenizers read their size from a file memtune does not have, so
+// --vocab-size is taken as given and its absence is left to the job's own error.
+constexpr std::int64_t kGpt2BpeVocab = 50257;
+constexpr std::int64_t kTiktokenDefaultVocab = std::int64_t{1} << 17;
+
+Status Vocabulary(const FlagReader& r, YAML::Node& m) {
+  MEMTUNE_TRY(auto given, r.Int("vocab-size"));
+  const std::string* type = r.Value("tokenizer-type");
+  const std::string tokenizer = type ? *type : (r.Value("vocab-file") ? "GPT2BPETokenizer" : "");
+  if (tokenizer == "GPT2BPETokenizer") {
+    m["vocab_size"] = kGpt2BpeVocab;
+  } else if (tokenizer == "TikTokenizer") {
+    m["vocab_size"] = given.value_or(kTiktokenDefaultVocab);
+  } else if (given) {
+    m["vocab_size"] = *given;
+  }
+  return OkStatus();
+}
+
 // Activation: --swiglu (gated SiLU), --quick-geglu (gated quick GeLU), --squared-relu, else
 // GeLU. Default FFN: int(4h * 2/3 / 64) * 64 with --swiglu, else 4h (validate_args).
 Status Architecture(const FlagReader& r, YAML::Node& m) {
@@ -29,11 +52,11 @@ Status Architecture(const FlagReader& r, YAML::Node& m) {
                                     {"hidden-size", "hidden_size"},
                                     {"ffn-hidden-size", "ffn_hidden_size"},
                                     {"num-attention-heads", "num_attention_heads"},
-                                    {"kv-channels", "kv_channels"},
-                                    {"vocab-size", "vocab_size"},
-                                    {"max-position-embeddings", "max_position_embeddings"}}) {
+                                    {"kv-channels", "kv_channels"}}) {
     MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, flag, field));
   }
+  MEMTUNE_RETURN_IF_ERROR(Vocabulary(r, m));
+  MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, "max-position-embeddings", "max_position_embeddings"));
   const bool swiglu = r.Switch("swiglu");
   if (!m["ffn_hidden_size"] && m["hidden_size"]) {
     const auto h = m["hidden_size"].as<std::int64_t>();
@@ -206,6 +229,16 @@ Status Levers(const FlagReader& r, YAML::Node& m) {
   MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, "cpu-offloading-num-layers", "cpu_offloading_num_layers"));
   MEMTUNE_RETURN_IF_ERROR(CopyChoice(r, m, "cuda-graph-impl", "cuda_graph_impl",
                                      {"none", "local", "transformer_engine", "full_iteration"}));
+  MEMTUNE_RETURN_IF_ERROR(CopyChoice(r, m, "attention-backend", "attention_backend",
+                                     {"auto", "flash", "fused", "unfused", "local"}));
+  MEMTUNE_RETURN_IF_ERROR(
+      CopyChoice(r, m, "transformer-impl", "transformer_impl", {"transformer_engine", "local"}));
+  // arguments.py: --no-masked-softmax-fusion (store_false, default on) and
+  // --attention-softmax-in-fp32 (store_true; validate_args forces it on with fp16).
+  if (r.Switch("no-masked-softmax-fusion")) m["masked_softmax_fusion"] = false;
+  if (r.Switch("attention-softmax-in-fp32") || r.Switch("fp16")) {
+    m["attention_softmax_in_fp32"] = true;
+  }
   return CopyChoice(r, m, "cross-entropy-fusion-impl", "cross_entropy_fusion_impl",
                     {"native", "te"});
 }

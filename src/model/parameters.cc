@@ -334,4 +334,11 @@ std::int64_t CountParameters(const ModelConfig& model, std::int64_t vocab) {
   return total;
 }
 
+CoreAttention CoreAttentionOf(const ModelConfig& model) {
+  if (model.transformer_impl == "local" || model.attention_backend == "local") {
+    return CoreAttention::kLocal;
+  }
+  return model.attention_backend == "unfused" ? CoreAttention::kTeUnfused : CoreAttention::kFused;
+}
+
 }  // namespace memtune::model

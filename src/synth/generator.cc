@@ -58,6 +58,13 @@ HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId in
   save(kAttnMlaUp);
   save(kAttnQkv);
   Free(g1);
+  // Unfused attention: the scores GEMM, then the softmax (and dropout) outputs it keeps.
+  const HandleId score_in = Alloc(z.fwd[kFwdAttnScoreInput], FwdTransientName(kFwdAttnScoreInput));
+  const HandleId scores = Alloc(z.fwd[kFwdAttnScores], FwdTransientName(kFwdAttnScores));
+  Free(score_in);
+  save(kAttnProbs);
+  save(kAttnProbsDropout);
+  Free(scores);
   save(kAttnOut);
   save(kAttnSoftmaxStats);
   // Row-parallel output: with SP the GEMM output is freed once reduce-scattered; without,
@@ -142,7 +149,14 @@ HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId g
   const HandleId grad_o = Alloc(z.attn_bwd[kAttnBwdGradOut], AttnBwdTransientName(kAttnBwdGradOut));
   Free(gather);
   FreeSaved(rec, kAttnOut);
+  // Unfused attention: the probabilities' gradients, then the saved probabilities go.
+  const HandleId d_probs = Alloc(z.attn_bwd[kAttnBwdGradProbs], AttnBwdTransientName(kAttnBwdGradProbs));
+  const HandleId d_scores = Alloc(z.attn_bwd[kAttnBwdGradScores], AttnBwdTransientName(kAttnBwdGradScores));
+  FreeSaved(rec, kAttnProbsDropout);
+  FreeSaved(rec, kAttnProbs);
   const HandleId dqkv = Alloc(z.attn_bwd[kAttnBwdGradQkv], AttnBwdTransientName(kAttnBwdGradQkv));
+  Free(d_probs);
+  Free(d_scores);
   Free(grad_o);
   for (int s : {int{kAttnSoftmaxStats}, int{kAttnQkv}, kSlotQ, kSlotK, int{kAttnMlaUp}, int{kAttnMlaLatent}}) {
     FreeSaved(rec, s);
@@ -253,6 +267,12 @@ void Generator::Startup() {
       Alloc(u.bytes.buffers, "param.buffer");
     }
   }
+  bool has_layers = false;
+  for (const ChunkPlan& chunk : rank_.chunks) has_layers = has_layers || !chunk.layers.empty();
+  label_.chunk = 0;
+  label_.layer = -1;
+  // (Created at the first forward; persistent, so allocated here with the model state.)
+  if (has_layers) Alloc(LocalAttentionScoreBuffer(plan_.facts.act), "buf.attn_scores");
   for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {  // one DDP wrapper per chunk
     label_.chunk = static_cast<int>(c);
     label_.layer = -1;

@@ -48,7 +48,7 @@ LayerSizes MakeLayerSizes(const est::ActContext& ctx, bool moe, bool fp8) {
   z.fwd = est::LayerForwardTransients(ctx, moe, fp8);
   z.bwd = est::LayerBackwardTransients(ctx, moe, fp8);
   z.attn_bwd = est::LayerAttentionBackwardTransients(ctx, fp8);
-  if (!ctx.mla) {
+  if (!ctx.mla && !(ctx.unfused_attn && ctx.gqa_repeat)) {
     // activations.h kAttnQkv = q + k + the linear_qkv output (q + 2 kv): split it.
     z.q_bytes = ctx.act_bytes * ctx.q_width / ctx.tp * ctx.tokens;
     z.k_bytes = ctx.act_bytes * ctx.kv_width_per_rank * ctx.tokens;

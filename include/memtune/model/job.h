@@ -120,6 +120,13 @@ struct ModelConfig {
   std::string cuda_graph_impl = "none";     // none | local | transformer_engine | full_iteration
   std::vector<std::string> cuda_graph_scope;
   bool cross_entropy_loss_fusion = false;
+  // Core attention: TE picks flash or cuDNN fused attention under "auto"; "unfused" (TE's
+  // UnfusedDotProductAttention) and "local" (MCore DotProductAttention) materialize the
+  // [b, heads, s, s] scores (MCore TransformerConfig.attention_backend / transformer_impl).
+  std::string attention_backend = "auto";              // auto | flash | fused | unfused | local
+  std::string transformer_impl = "transformer_engine";  // transformer_engine | local
+  bool masked_softmax_fusion = true;       // local unfused attention's fused softmax kernel
+  bool attention_softmax_in_fp32 = false;  // local unfused attention's torch softmax in fp32
   std::string cross_entropy_fusion_impl = "native";  // native | te
 
   // Precision (effective: the mixed-precision preset has been applied).

@@ -100,4 +100,10 @@ std::int64_t EffectiveQueryGroups(const ModelConfig& model);
 std::int64_t EffectiveFfnHiddenSize(const ModelConfig& model);
 std::int64_t EffectiveMoeFfnHiddenSize(const ModelConfig& model);
 
+// Which core attention runs: TE's flash / cuDNN fused attention (attention_backend auto,
+// flash or fused), TE's UnfusedDotProductAttention (unfused), or MCore's own
+// DotProductAttention (attention_backend local, or the local transformer_impl's layer spec).
+enum class CoreAttention { kFused, kTeUnfused, kLocal };
+CoreAttention CoreAttentionOf(const ModelConfig& model);
+
 }  // namespace memtune::model

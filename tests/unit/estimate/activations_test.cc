@@ -1,5 +1,6 @@
 // Per-layer saved activations of small hand-checkable layers (docs/estimator.md).
 #include "estimate/activations.h"
+#include "estimate/layer_tensors.h"
 
 #include <gtest/gtest.h>
 
@@ -144,5 +145,75 @@ TEST(ActivationsTest, CheckpointInputAndWorkspace) {
   EXPECT_GT(LayerBackwardWorkspace(ctx, false, true), 0);
 }
 
+
+// Unfused attention on TinyJob with 64 tokens and MBS 2 (128 tokens per micro-batch; two
+// heads, so 2 x 64 = 128 attention scores per token).
+model::Job UnfusedJob(const char* backend) {
+  auto job = TinyJob();
+  job.model.seq_length = 64;
+  job.train.micro_batch_size = 2;
+  job.train.global_batch_size = 2;
+  job.model.attention_backend = backend;
+  return job;
+}
+
+TEST(ActivationsTest, UnfusedTeAttentionKeepsTheBf16SoftmaxWhenItsKernelRuns) {
+  // TE softmax.py is_kernel_available: 16 < sk < 16384, sk % 8, sq % 4, b * np % 4 and
+  // sq % batch_per_block (8 for sk = 64) all hold, so the fused kernel saves its bf16 output.
+  const auto a = LayerActivations(MakeActContext(UnfusedJob("unfused")), false, true);
+  EXPECT_EQ(a[kAttnProbs], 2 * 128 * 128);
+  EXPECT_EQ(a[kAttnProbsDropout], 0);
+  EXPECT_EQ(a[kAttnSoftmaxStats], 0);
+  EXPECT_EQ(a[kAttnQkv], 80 * 128);  // no GQA: q, k and the qkv output as with fused attention
+}
+
+TEST(ActivationsTest, FusedAttentionKeepsNoScores) {
+  const auto a = LayerActivations(MakeActContext(UnfusedJob("flash")), false, true);
+  EXPECT_EQ(a[kAttnProbs], 0);
+  EXPECT_EQ(a[kAttnSoftmaxStats], 8 * 128);
+}
+
+TEST(ActivationsTest, LocalAttentionFallsBackToTheTorchSoftmax) {
+  // MCore fused_softmax.py (causal): b * np = 4 is not a multiple of batch_per_block 8, so
+  // the torch softmax runs; with softmax_in_fp32 it keeps the fp32 softmax and a bf16 copy.
+  auto job = UnfusedJob("auto");
+  job.model.transformer_impl = "local";
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnProbs], 2 * 128 * 128);
+  job.model.attention_softmax_in_fp32 = true;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnProbs], 6 * 128 * 128);
+  job.model.attention_dropout = 0.1;  // the dropout then reads the copy; its output is kept
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kAttnProbs], 4 * 128 * 128);
+  EXPECT_EQ(a[kAttnProbsDropout], 3 * 128 * 128);
+}
+
+TEST(ActivationsTest, LongSequencesTakeTheTorchSoftmaxInTe) {
+  auto job = UnfusedJob("unfused");
+  job.model.seq_length = 16384;  // sk < 16384 fails
+  job.train.micro_batch_size = 2;
+  const auto ctx = MakeActContext(job);
+  EXPECT_EQ(ctx.probs_bytes, 6);  // TE's softmax_in_fp32 is always on
+}
+
+TEST(ActivationsTest, UnfusedGqaKeepsRepeatedKeysAndValues) {
+  auto job = UnfusedJob("unfused");
+  job.model.num_query_groups = 1;  // q 8 per token; k, v repeated to both heads
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * 3 * 8 * 128);
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"core_attn"};  // the checkpoint keeps q, k, v views instead
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kAttnQkv], 2 * (8 + 4 + 16) * 128);
+  EXPECT_EQ(a[kAttnProbs], 0);
+}
+
+TEST(ActivationsTest, UnfusedAttentionBackwardCanOutgrowTheMlpWorkingSet) {
+  auto job = UnfusedJob("unfused");
+  job.model.seq_length = 1024;
+  const auto ctx = MakeActContext(job);
+  const auto attn = LayerAttentionBackwardTransients(ctx, true);
+  EXPECT_EQ(attn[kAttnBwdGradProbs], 2 * 2 * 1024 * 2048);
+  EXPECT_EQ(LayerBackwardWorkspace(ctx, false, true),
+            attn[kAttnBwdGradOut] + attn[kAttnBwdGradProbs] + attn[kAttnBwdGradScores]);
+}
 }  // namespace
 }  // namespace memtune::estimate::internal

@@ -125,6 +125,33 @@ TEST(MegatronArgsTest, MegatronDefaultsDifferFromBridge) {
   EXPECT_EQ(plain.job["model"]["activation_func"].as<std::string>(), "gelu");
 }
 
+TEST(MegatronArgsTest, TokenizerGivesTheVocabularySize) {
+  // pretrain_gpt.py defaults the tokenizer to GPT2BPETokenizer: the GPT-2 BPE vocabulary.
+  EXPECT_EQ(Convert("--vocab-file gpt2-vocab.json --merge-file m.txt").job["model"]["vocab_size"].as<int>(),
+            50257);
+  EXPECT_EQ(Convert("--tokenizer-type TikTokenizer --tokenizer-model t.json").job["model"]["vocab_size"].as<int>(),
+            131072);  // tiktoken_tokenizer.py DEFAULT_TIKTOKEN_MAX_VOCAB
+  EXPECT_EQ(Convert("--tokenizer-type TikTokenizer --vocab-size 1000").job["model"]["vocab_size"].as<int>(),
+            1000);
+  EXPECT_EQ(Convert("--tokenizer-type NullTokenizer --vocab-size 131073").job["model"]["vocab_size"].as<int>(),
+            131073);
+  EXPECT_FALSE(Convert("--tokenizer-type HuggingFaceTokenizer --tokenizer-model x").job["model"]["vocab_size"]);
+}
+
+TEST(MegatronArgsTest, AttentionImplementationFlags) {
+  const auto r = Convert(
+      "--attention-backend unfused --transformer-impl local --no-masked-softmax-fusion "
+      "--attention-softmax-in-fp32");
+  const YAML::Node m = r.job["model"];
+  EXPECT_EQ(m["attention_backend"].as<std::string>(), "unfused");
+  EXPECT_EQ(m["transformer_impl"].as<std::string>(), "local");
+  EXPECT_FALSE(m["masked_softmax_fusion"].as<bool>());
+  EXPECT_TRUE(m["attention_softmax_in_fp32"].as<bool>());
+  const auto plain = Convert("--hidden-size 1024").job["model"];
+  EXPECT_FALSE(plain["masked_softmax_fusion"]);  // Bridge's defaults agree with Megatron-LM's
+  EXPECT_FALSE(plain["attention_softmax_in_fp32"]);
+}
+
 TEST(MegatronArgsTest, MoeMlaMtpAndPatterns) {
   const auto r = Convert(
       "python pretrain_gpt.py --num-layers 4 --hidden-size 7168 --num-attention-heads 128 "

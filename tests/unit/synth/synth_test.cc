@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "estimate/activations.h"
 #include "memtune/estimate/estimate.h"
 #include "memtune/synth/synthesize.h"
 #include "unit/estimate/test_jobs.h"
@@ -147,6 +148,23 @@ TEST(SynthTest, InvariantsFullRecompute) {
   job.model.recompute_num_layers = 2;
   job.model.recompute_modules = {};
   CheckInvariants(job);
+}
+
+TEST(SynthTest, InvariantsUnfusedAttention) {
+  for (const char* impl : {"unfused", "local"}) {
+    auto job = Llama70BJob();
+    job.model.attention_backend = impl;
+    CheckInvariants(job);
+    // The scores' forward transients can lift the trace above the estimator by at most one
+    // score-sized tensor (docs/estimator.md, relationship 4).
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e);
+    const Recorder rec = Record(job, 0);
+    const auto ctx = estimate::internal::MakeActContext(job);
+    const std::int64_t scores = 2 * ctx.heads_per_rank * ctx.seq_k * ctx.tokens;
+    EXPECT_LE(rec.peak_bytes, e->ranks[0].allocated_bytes + scores) << impl;
+    EXPECT_GE(rec.peak_bytes, e->ranks[0].allocated_bytes - scores) << impl;
+  }
 }
 
 TEST(SynthTest, RejectsZeroIterations) {

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Turn Megatron-LM's functional-test golden values into memtune validation cases.
+
+Megatron-LM's CI trains small and mid-size models on one 8-GPU DGX-H100 node and records, per
+step, `mem-max-allocated-bytes` (torch.cuda.max_memory_allocated) in golden_values_*.json next to
+the exact launch arguments (model_config.yaml). The values come from the TensorBoard writer,
+which exists only on the last global rank (megatron/training/global_vars.py), so each case is
+`rank: last`. The counter is never reset, so the largest value over the logged steps is the
+run's peak.
+
+Usage:
+  tools/megatron_ci/make_cases.py MEGATRON_GIT_DIR MEMTUNE_BINARY > cases.jsonl
+
+MEGATRON_GIT_DIR is a git directory of NVIDIA/Megatron-LM (bare is fine); the files are read at
+its HEAD. Cases are written for the training tests of the `gpt`, `moe` and `mixtral` families whose golden
+file for dgx_h100 (dev environment) has memory values; inference, RL and non-GPT tests are left
+out and counted on stderr. The job of each case is what `memtune job --megatron-args` makes of
+the arguments (world size 8, h100-sxm-80gb); the arguments themselves are kept in `assumptions`.
+"""
+import json
+import shlex
+import subprocess
+import sys
+
+import yaml
+
+PLATFORM_FILE = "golden_values_dev_dgx_h100.json"
+FAMILIES = ("gpt", "moe", "mixtral")
+WORLD_SIZE = 8  # tests/test_utils/recipes/h100/*.yaml: one node, 8 GPUs for every training test
+NOT_TRAINING = ("--inference-", "--perform-rl-step", "--grpo-", "--rl-", "--langrl-")
+
+
+def git(gitdir, *args):
+    return subprocess.run(["git", "--git-dir", gitdir, *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def flags_of(model_args):
+    out = []
+    for key, value in model_args.items():
+        if value is True:
+            out.append(key)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, str) and value.startswith("[") and value.endswith("]"):
+            out += [key, *value[1:-1].split()]  # "[a b]": the launcher passes a list flag's words
+        else:
+            out += [key, str(value)]
+    return out
+
+
+def peak_of(golden):
+    series = golden.get("mem-max-allocated-bytes")
+    series = series.get("values", {}) if isinstance(series, dict) else {}
+    values = [float(v) for v in series.values() if isinstance(v, (int, float)) or
+              (isinstance(v, str) and v.replace(".", "", 1).isdigit())]
+    return (max(values), series) if values else (None, series)
+
+
+def main():
+    gitdir, memtune = sys.argv[1], sys.argv[2]
+    head = git(gitdir, "rev-parse", "HEAD").strip()
+    files = git(gitdir, "ls-tree", "-r", "--name-only", "HEAD",
+                "tests/functional_tests/test_cases").split("\n")
+    skipped = {}
+    for path in sorted(f for f in files if f.endswith("/" + PLATFORM_FILE)):
+        parts = path.split("/")
+        family, test = parts[3], parts[4]
+        case_dir = "/".join(parts[:-1])
+        def skip(why):
+            skipped[why] = skipped.get(why, 0) + 1
+        if family not in FAMILIES:
+            skip("family " + family)
+            continue
+        golden = json.loads(git(gitdir, "show", f"HEAD:{path}"))
+        peak, series = peak_of(golden)
+        if peak is None:
+            skip("no memory values")
+            continue
+        config = yaml.safe_load(git(gitdir, "show", f"HEAD:{case_dir}/model_config.yaml"))
+        model_args = config.get("MODEL_ARGS") or {}
+        if any(k.startswith(NOT_TRAINING) for k in model_args):
+            skip("not a training run")
+            continue
+        flags = flags_of(model_args)
+        command = "pretrain_gpt.py " + " ".join(shlex.quote(f) for f in flags)
+        made = subprocess.run([memtune, "job", "--megatron-args", command, "--world-size",
+                               str(WORLD_SIZE), "--gpu", "h100-sxm-80gb", "--format", "json"],
+                              capture_output=True, text=True)
+        if made.returncode != 0:
+            skip("memtune job refused the arguments")
+            print(f"{test}: {made.stderr.strip()}", file=sys.stderr)
+            continue
+        job = json.loads(made.stdout)["job"]
+        steps = sorted(series, key=int)
+        first = series[steps[0]]
+        case = {
+            "id": f"mlm-ci-{family}-{test}",
+            "source": (f"NVIDIA/Megatron-LM {case_dir}/{PLATFORM_FILE} at {head[:10]} "
+                       f"(https://github.com/NVIDIA/Megatron-LM/blob/{head}/{path})"),
+            "job": job,
+            "measured": {"metric": "max_allocated", "bytes": int(peak), "rank": "last"},
+            "assumptions": [
+                "mem-max-allocated-bytes from the TensorBoard writer, which only the last global "
+                "rank has; largest value over the logged steps (the counter is never reset)",
+                f"steps logged: {steps[0]}..{steps[-1]}; step {steps[0]} (first iteration, before "
+                f"the optimizer state exists) read {int(float(first))} bytes",
+                "one DGX-H100 node, 8 GPUs (tests/test_utils/recipes/h100)",
+                "launch arguments (model_config.yaml MODEL_ARGS): " + command,
+            ],
+            "quality": "high",
+        }
+        print(json.dumps(case))
+    for why, n in sorted(skipped.items()):
+        print(f"skipped {n}: {why}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
