@@ -62,6 +62,8 @@ struct ModelStateBytes {
   std::int64_t fp8_transpose = 0;    // fp8 column-wise copies (Hopper) or cached fp8 weights
   std::int64_t buffers = 0;          // persistent non-trainable buffers
   std::int64_t attn_score_buffer = 0;  // MCore local attention's global scores buffer
+  std::int64_t te_workspace = 0;       // Transformer Engine GEMM workspaces (workspaces.h)
+  std::int64_t torch_workspace = 0;    // PyTorch cuBLAS workspaces (workspaces.h)
   std::int64_t grads = 0;            // DDP gradient buffers (requires_grad only)
   std::int64_t main_params = 0;      // fp32 master copies (GPU share)
   std::int64_t exp_avg = 0;          // Adam first moment (GPU share)
@@ -70,8 +72,8 @@ struct ModelStateBytes {
   std::int64_t step_transient = 0;   // optimizer step: fp32 copies of bf16 grad shards
   std::int64_t fsdp_gather = 0;      // Megatron-FSDP: unsharded layer params during compute
   std::int64_t Total() const {
-    return params_hp + params_fp8 + fp8_transpose + buffers + attn_score_buffer + grads +
-           main_params + exp_avg + exp_avg_sq;
+    return params_hp + params_fp8 + fp8_transpose + buffers + attn_score_buffer + te_workspace +
+           torch_workspace + grads + main_params + exp_avg + exp_avg_sq;
   }
 };
 

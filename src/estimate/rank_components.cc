@@ -8,6 +8,7 @@
 
 #include "memtune/core/check.h"
 #include "schedule_internal.h"
+#include "workspaces.h"
 
 namespace memtune::estimate::internal {
 namespace {
@@ -102,8 +103,8 @@ class ComponentList {
     std::int64_t bytes;
     ComponentKind kind;
   };
-  // 9 model-state components, every activation tensor, then at most 5 others.
-  static constexpr int kCapacity = 9 + kNumActTensors + 5;
+  // 11 model-state components, every activation tensor, then at most 5 others.
+  static constexpr int kCapacity = 11 + kNumActTensors + 5;
   std::array<Item, kCapacity> items_;
   int size_ = 0;
 };
@@ -119,6 +120,10 @@ void PushModelState(ComponentList& push, const ModelStateBytes& s) {
   push("buf.attn_scores", s.attn_score_buffer, ComponentKind::kActivations,
        "MCore local attention's persistent global buffer the scores GEMM is handed (one "
        "[b, heads, s, s] tensor per rank)");
+  push("ws.te_gemm", s.te_workspace, ComponentKind::kTransient,
+       "Transformer Engine cuBLAS workspaces (general; userbuffers; grouped expert GEMMs)");
+  push("ws.torch_cublas", s.torch_workspace, ComponentKind::kTransient,
+       "PyTorch cuBLAS workspaces of the forward and autograd threads' torch GEMMs");
   push("grads", s.grads, ComponentKind::kGradients,
        "DDP gradient buffer of requires_grad parameters (fp32 if grad_reduce_in_fp32)");
   push("opt.main", s.main_params, ComponentKind::kOptimizer,
@@ -176,6 +181,9 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   f.num_microbatches = std::max<std::int64_t>(1, f.num_microbatches);
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
   f.with_explanations = options.with_explanations;
+  const std::string cc = JobComputeCapability(job);
+  f.te_workspace_bytes = TeGemmWorkspaceBytes(cc);
+  f.torch_workspace_bytes = TorchCublasWorkspaceBytes(cc, job.memtune.env);
   return f;
 }
 
@@ -189,6 +197,10 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   const RankParams params = CountRankParams(job, f.params, stage, p);
   ModelStateBytes state = ComputeModelState(state_rules, params);
   if (r.layers > 0) state.attn_score_buffer = LocalAttentionScoreBuffer(f.act);
+  const RankWorkspaces ws = ComputeRankWorkspaces(job, stage, f.params.moe_pattern,
+                                                  f.te_workspace_bytes, f.torch_workspace_bytes);
+  state.te_workspace = ws.te;
+  state.torch_workspace = ws.torch;
   std::array<int, 32> live_inline;  // chunks per rank: VPP, rarely above 32
   std::vector<int> live_heap;
   std::span<int> live(live_inline.data(), std::min<std::size_t>(chunks, live_inline.size()));

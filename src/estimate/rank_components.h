@@ -36,6 +36,8 @@ struct JobFacts {
   std::int64_t logits_transient = 0;    // bf16 logits / their gradient, one micro-batch
   std::int64_t num_microbatches = 1;
   int group_size = 1;                   // microbatch_group_size_per_vp_stage
+  std::int64_t te_workspace_bytes = 0;     // one TE GEMM workspace on the job's GPU
+  std::int64_t torch_workspace_bytes = 0;  // one PyTorch cuBLAS workspace
   bool with_explanations = true;        // EstimateOptions::with_explanations
 };
 

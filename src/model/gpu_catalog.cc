@@ -16,7 +16,8 @@ extern const EmbeddedFile kGpuCatalogFiles[];  // generated from data/gpus.yaml
 namespace memtune::model {
 namespace {
 
-GpuSpec ParseGpu(const YAML::Node& node, const std::string& context_source) {
+GpuSpec ParseGpu(const YAML::Node& node, const std::string& context_source,
+                 const std::string& capability_source) {
   GpuSpec gpu;
   gpu.name = node["name"].as<std::string>();
   gpu.aliases = node["aliases"].as<std::vector<std::string>>();
@@ -24,6 +25,7 @@ GpuSpec ParseGpu(const YAML::Node& node, const std::string& context_source) {
   gpu.total_memory_bytes = node["total_memory_bytes"].as<std::int64_t>();
   gpu.total_memory_basis = node["total_memory_basis"].as<std::string>();
   gpu.cuda_context_bytes = node["cuda_context_bytes"].as<std::int64_t>();
+  gpu.compute_capability = node["compute_capability"].as<std::string>();
   gpu.bf16_dense_tflops = node["bf16_dense_tflops"].as<double>();
   if (!node["fp8_dense_tflops"].IsNull())
     gpu.fp8_dense_tflops = node["fp8_dense_tflops"].as<double>();
@@ -32,6 +34,7 @@ GpuSpec ParseGpu(const YAML::Node& node, const std::string& context_source) {
   gpu.gpus_per_node = node["gpus_per_node"].as<int>();
   gpu.sources = node["sources"].as<std::map<std::string, std::string>>();
   gpu.sources.emplace("cuda_context_bytes", context_source);
+  gpu.sources.emplace("compute_capability", capability_source);
   return gpu;
 }
 
@@ -43,7 +46,10 @@ std::vector<GpuSpec> ParseCatalog() {
   try {
     const YAML::Node root = YAML::Load(kGpuCatalogFiles[0].contents);
     const std::string context_source = root["cuda_context_source"].as<std::string>();
-    for (const YAML::Node& node : root["gpus"]) gpus.push_back(ParseGpu(node, context_source));
+    const std::string capability_source = root["compute_capability_source"].as<std::string>();
+    for (const YAML::Node& node : root["gpus"]) {
+      gpus.push_back(ParseGpu(node, context_source, capability_source));
+    }
   } catch (const YAML::Exception&) {
     MEMTUNE_CHECK(false, "data/gpus.yaml is malformed");
   }

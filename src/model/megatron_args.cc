@@ -39,6 +39,7 @@ constexpr KnownFlag kKnownFlags[] = {
     {"tp-comm-overlap", Arity::kSwitch},
     {"overlap-moe-expert-parallel-comm", Arity::kSwitch},
     {"defer-embedding-wgrad-compute", Arity::kSwitch},
+    {"microbatch-group-size-per-virtual-pipeline-stage", Arity::kValue},
     // Architecture.
     {"num-layers", Arity::kValue},
     {"hidden-size", Arity::kValue},

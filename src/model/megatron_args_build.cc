@@ -181,7 +181,8 @@ Status Parallel(const FlagReader& r, YAML::Node& m) {
         {"expert-model-parallel-size", "expert_model_parallel_size"},
         {"expert-tensor-parallel-size", "expert_tensor_parallel_size"},
         {"decoder-first-pipeline-num-layers", "num_layers_in_first_pipeline_stage"},
-        {"decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage"}}) {
+        {"decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage"},
+        {"microbatch-group-size-per-virtual-pipeline-stage", "microbatch_group_size_per_vp_stage"}}) {
     MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, flag, field));
   }
   const std::int64_t pp =
@@ -198,6 +199,11 @@ Status Parallel(const FlagReader& r, YAML::Node& m) {
         {"overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm"},
         {"defer-embedding-wgrad-compute", "defer_embedding_wgrad_compute"}}) {
     if (r.Switch(flag)) m[field] = true;
+  }
+  // arguments.py validate_args: "Disabling sequence parallelism because tensor model
+  // parallelism is disabled" (TP 1 turns sequence_parallel off).
+  if (!m["tensor_model_parallel_size"] || m["tensor_model_parallel_size"].as<std::int64_t>() == 1) {
+    m.remove("sequence_parallel");
   }
   return CopyInt(r, m, "seq-length", "seq_length");
 }

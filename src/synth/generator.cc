@@ -273,6 +273,9 @@ void Generator::Startup() {
   label_.layer = -1;
   // (Created at the first forward; persistent, so allocated here with the model state.)
   if (has_layers) Alloc(LocalAttentionScoreBuffer(plan_.facts.act), "buf.attn_scores");
+  // (Created at the first GEMM of their kind; persistent, so allocated here.)
+  Alloc(rank_.workspaces.te, "ws.te_gemm");
+  Alloc(rank_.workspaces.torch, "ws.torch_cublas");
   for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {  // one DDP wrapper per chunk
     label_.chunk = static_cast<int>(c);
     label_.layer = -1;

@@ -14,6 +14,7 @@
 #include "estimate/layer_tensors.h"
 #include "estimate/model_state.h"
 #include "estimate/rank_components.h"
+#include "estimate/workspaces.h"
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
 
@@ -60,6 +61,7 @@ struct ChunkPlan {
 
 struct RankPlan {
   std::vector<ChunkPlan> chunks;
+  est::RankWorkspaces workspaces;  // library GEMM workspaces, allocated at start-up
 };
 
 class Plan {

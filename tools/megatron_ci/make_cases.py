@@ -15,7 +15,8 @@ MEGATRON_GIT_DIR is a git directory of NVIDIA/Megatron-LM (bare is fine); the fi
 its HEAD. Cases are written for the training tests of the `gpt`, `moe` and `mixtral` families whose golden
 file for dgx_h100 (dev environment) has memory values; inference, RL and non-GPT tests are left
 out and counted on stderr. The job of each case is what `memtune job --megatron-args` makes of
-the arguments (world size 8, h100-sxm-80gb); the arguments themselves are kept in `assumptions`.
+the arguments (world size 8, h100-sxm-80gb, and the ENV_VARS that change memory); the arguments
+themselves are kept in `assumptions`.
 """
 import json
 import shlex
@@ -27,6 +28,8 @@ import yaml
 PLATFORM_FILE = "golden_values_dev_dgx_h100.json"
 FAMILIES = ("gpt", "moe", "mixtral")
 WORLD_SIZE = 8  # tests/test_utils/recipes/h100/*.yaml: one node, 8 GPUs for every training test
+# The launch environment that changes memory (allocator config, cuBLAS workspace size).
+MEMORY_ENV = ("PYTORCH_CUDA_ALLOC_CONF", "CUBLAS_WORKSPACE_CONFIG")
 NOT_TRAINING = ("--inference-", "--perform-rl-step", "--grpo-", "--rl-", "--langrl-")
 
 
@@ -77,16 +80,27 @@ def main():
         if peak is None:
             skip("no memory values")
             continue
-        config = yaml.safe_load(git(gitdir, "show", f"HEAD:{case_dir}/model_config.yaml"))
+        config_text = git(gitdir, "show", f"HEAD:{case_dir}/model_config.yaml")
+        if config_text.count("--tensor-model-parallel-size:") > 1:
+            skip("several runs in one test")  # e.g. gpt3_mcore_reruns_resume_check_grads
+            continue
+        config = yaml.safe_load(config_text)
+        if config.get("TEST_TYPE") == "release":
+            skip("release test: its node count is not in the recipes")
+            continue
         model_args = config.get("MODEL_ARGS") or {}
         if any(k.startswith(NOT_TRAINING) for k in model_args):
             skip("not a training run")
             continue
         flags = flags_of(model_args)
         command = "pretrain_gpt.py " + " ".join(shlex.quote(f) for f in flags)
+        env = {k: str(v) for k, v in (config.get("ENV_VARS") or {}).items() if k in MEMORY_ENV}
+        sets = []
+        for key, value in sorted(env.items()):
+            sets += ["--set", f"memtune.env.{key}={json.dumps(value)}"]
         made = subprocess.run([memtune, "job", "--megatron-args", command, "--world-size",
-                               str(WORLD_SIZE), "--gpu", "h100-sxm-80gb", "--format", "json"],
-                              capture_output=True, text=True)
+                               str(WORLD_SIZE), "--gpu", "h100-sxm-80gb", "--format", "json",
+                               *sets], capture_output=True, text=True)
         if made.returncode != 0:
             skip("memtune job refused the arguments")
             print(f"{test}: {made.stderr.strip()}", file=sys.stderr)
@@ -107,6 +121,8 @@ def main():
                 f"the optimizer state exists) read {int(float(first))} bytes",
                 "one DGX-H100 node, 8 GPUs (tests/test_utils/recipes/h100)",
                 "launch arguments (model_config.yaml MODEL_ARGS): " + command,
+                "launch environment kept (model_config.yaml ENV_VARS): " + (
+                    ", ".join(f"{k}={v}" for k, v in sorted(env.items())) or "none"),
             ],
             "quality": "high",
         }

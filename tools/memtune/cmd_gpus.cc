@@ -26,6 +26,7 @@ ordered_json GpuJson(const GpuSpec& gpu) {
   j["total_memory_bytes"] = gpu.total_memory_bytes;
   j["total_memory_basis"] = gpu.total_memory_basis;
   j["cuda_context_bytes"] = gpu.cuda_context_bytes;
+  j["compute_capability"] = gpu.compute_capability;
   j["bf16_dense_tflops"] = gpu.bf16_dense_tflops;
   j["fp8_dense_tflops"] =
       gpu.fp8_dense_tflops ? ordered_json(*gpu.fp8_dense_tflops) : ordered_json();
@@ -67,6 +68,7 @@ void PrintDetail(const GpuSpec& g) {
                                    g.total_memory_basis + ")"},
       {"  cuda_context_bytes",
        std::to_string(g.cuda_context_bytes) + " (" + FormatBytesBinary(g.cuda_context_bytes) + ")"},
+      {"  compute_capability", g.compute_capability},
       {"  bf16_dense_tflops", FormatNumber(g.bf16_dense_tflops)},
       {"  fp8_dense_tflops", Fp8(g)},
       {"  hbm_bandwidth_gbps", FormatNumber(g.hbm_bandwidth_gbps)},

@@ -29,6 +29,8 @@ struct GpuSpec {
   // Typical device memory a training process holds outside PyTorch's caching allocator
   // (CUDA context, lazily loaded kernels, cuBLAS/NCCL baseline).
   std::int64_t cuda_context_bytes = 0;
+  // CUDA compute capability "major.minor" ("9.0"), or the gfx target of an AMD GPU ("gfx942").
+  std::string compute_capability;
   double bf16_dense_tflops = 0;            // Tensor Core peak, no sparsity
   std::optional<double> fp8_dense_tflops;  // absent: no FP8 Tensor Cores
   double hbm_bandwidth_gbps = 0;           // device memory bandwidth, GB/s (1e9 B/s)

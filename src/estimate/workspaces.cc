@@ -1,0 +1,106 @@
+// Library GEMM workspaces (docs/estimator.md "Library workspaces"). Sources:
+// TransformerEngine d0067d0 pytorch/cpp_extensions/gemm.py (get_cublas_workspace_size_bytes,
+// get_cublas_workspace, _NUM_MAX_UB_STREAMS) and common/util/multi_stream.cpp
+// (get_num_compute_streams); PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp
+// (parseChosenWorkspaceSize, getCUDABlasLtWorkspace, setCublasWorkspace).
+#include "workspaces.h"
+
+#include <charconv>
+
+#include "memtune/model/gpu_catalog.h"
+#include "memtune/model/parameters.h"
+
+namespace memtune::estimate::internal {
+namespace {
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+// "9.0" -> 9; "gfx942" -> -1 (not CUDA); "" -> 9: no GPU given, Hopper assumed (said so in
+// the estimate's assumptions).
+int CudaMajor(std::string_view cc) {
+  if (cc.empty()) return 9;
+  int major = -1;
+  const auto [end, ec] = std::from_chars(cc.data(), cc.data() + cc.size(), major);
+  return ec == std::errc() && end != cc.data() ? major : -1;
+}
+
+// ":4096:8" -> 4096 KiB x 8; several pairs add up. nullopt when nothing parses (PyTorch
+// then warns and uses the default).
+std::optional<std::int64_t> ParseWorkspaceConfig(std::string_view config) {
+  std::int64_t total = 0;
+  bool any = false;
+  std::size_t at = 0;
+  while ((at = config.find(':', at)) != std::string_view::npos) {
+    std::int64_t size = 0, count = 0;
+    const char* p = config.data() + at + 1;
+    const char* end = config.data() + config.size();
+    auto [q, ec1] = std::from_chars(p, end, size);
+    if (ec1 != std::errc() || q == p || q == end || *q != ':') { ++at; continue; }
+    auto [r, ec2] = std::from_chars(q + 1, end, count);
+    if (ec2 != std::errc() || r == q + 1) { ++at; continue; }
+    if (size > 0 && count > 0 && size < (std::int64_t{1} << 40) && count < (1 << 20)) {
+      total += size * 1024 * count;
+      any = true;
+    }
+    at = static_cast<std::size_t>(r - config.data());
+  }
+  return any ? std::optional<std::int64_t>(total) : std::nullopt;
+}
+
+}  // namespace
+
+std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability) {
+  return CudaMajor(compute_capability) >= 9 ? 32 * kMiB + 1024 : 4 * kMiB;
+}
+
+std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
+                                       const std::map<std::string, std::string>& env) {
+  if (auto it = env.find("CUBLAS_WORKSPACE_CONFIG"); it != env.end()) {
+    if (auto parsed = ParseWorkspaceConfig(it->second)) return *parsed;
+  }
+  if (compute_capability.rfind("gfx", 0) == 0) {
+    const bool big = compute_capability.rfind("gfx94", 0) == 0 || compute_capability.rfind("gfx95", 0) == 0;
+    return big ? 128 * kMiB : 32 * kMiB;
+  }
+  const int major = CudaMajor(compute_capability);
+  return major == 9 || major == 10 || major == 12 ? 32 * kMiB : 4096 * 1024 * 2 + 16 * 1024 * 8;
+}
+
+std::string JobComputeCapability(const model::Job& job) {
+  if (job.memtune.gpu.empty()) return "";
+  for (const auto& spec : model::AllGpus()) {
+    if (spec.name == job.memtune.gpu) return spec.compute_capability;
+  }
+  auto found = model::FindGpu(job.memtune.gpu);
+  return found ? found->compute_capability : "";
+}
+
+RankWorkspaces ComputeRankWorkspaces(const model::Job& job, std::span<const ModelChunk> chunks,
+                                     const std::vector<bool>& moe_pattern, std::int64_t te_bytes,
+                                     std::int64_t torch_bytes) {
+  const auto& m = job.model;
+  bool layers = false, moe = false, output = false;
+  for (const ModelChunk& c : chunks) {
+    layers = layers || c.num_layers + c.num_mtp_layers > 0;
+    output = output || c.has_output;
+    for (int i = c.first_layer; i < c.first_layer + c.num_layers; ++i) {
+      moe = moe || (i < static_cast<int>(moe_pattern.size()) && moe_pattern[i]);
+    }
+    if (c.num_mtp_layers > 0 && m.num_moe_experts) moe = true;  // MTP blocks are MoE layers too
+  }
+  const model::CoreAttention core = model::CoreAttentionOf(m);
+  const bool local_spec = m.transformer_impl == "local";
+  RankWorkspaces w;
+  if (layers && !local_spec) {
+    int count = 1;
+    if (m.tp_comm_overlap) count += 3;
+    if (moe && m.moe_grouped_gemm) count += 4;
+    w.te = count * te_bytes;
+  }
+  const bool torch_gemms =
+      output || moe || (layers && (local_spec || core != model::CoreAttention::kFused));
+  if (torch_gemms) w.torch = 2 * torch_bytes;
+  return w;
+}
+
+}  // namespace memtune::estimate::internal

@@ -1,0 +1,51 @@
+// Library GEMM workspaces a training rank keeps allocated through PyTorch's caching
+// allocator (so they count in max_allocated), sized from the GPU and the launch
+// environment (private to the estimator; docs/estimator.md "Library workspaces").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memtune/estimate/schedule.h"
+#include "memtune/model/job.h"
+
+namespace memtune::estimate::internal {
+
+// TE cpp_extensions/gemm.py get_cublas_workspace_size_bytes: 32 MiB + 1 KiB from compute
+// capability 9 (Hopper) on, 4 MiB before; `compute_capability` as in the GPU catalog.
+std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability);
+
+// PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp getChosenWorkspaceSize: the sum of
+// SIZE KiB x COUNT over CUBLAS_WORKSPACE_CONFIG's ":SIZE:COUNT" pairs when the launch
+// environment sets it, else 32 MiB on compute capability 9, 10 and 12, 128 MiB on gfx94x /
+// gfx95x, 32 MiB on other AMD GPUs and 4096 KiB x 2 + 16 KiB x 8 on the rest. cuBLASLt
+// shares this workspace (unified, the default since PyTorch 2.7).
+std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
+                                       const std::map<std::string, std::string>& env);
+
+// The GPU's compute capability from the job's memtune.gpu ("" when none or unknown).
+std::string JobComputeCapability(const model::Job& job);
+
+struct RankWorkspaces {
+  std::int64_t te = 0;     // Transformer Engine GEMM workspaces
+  std::int64_t torch = 0;  // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
+};
+
+// The workspaces of the pipeline rank built from `chunks`:
+// - TE (any layer on a Transformer Engine layer spec): one general workspace; three more
+//   for userbuffers GEMMs with tp_comm_overlap (gemm.py _NUM_MAX_UB_STREAMS); four more for
+//   grouped expert GEMMs (moe_grouped_gemm; common/util/multi_stream.cpp: 4 streams).
+// - PyTorch: one per (thread, stream), and a rank whose forward and backward both run torch
+//   GEMMs uses two threads, the Python thread and the autograd engine's device thread: the
+//   output layer (MCore ColumnParallelLinear), a MoE router, unfused attention's bmm, or
+//   every linear of the local layer spec.
+// `moe_pattern`: model::MoeLayerPattern (true = MoE layer), empty for dense models.
+RankWorkspaces ComputeRankWorkspaces(const model::Job& job, std::span<const ModelChunk> chunks,
+                                     const std::vector<bool>& moe_pattern, std::int64_t te_bytes,
+                                     std::int64_t torch_bytes);
+
+}  // namespace memtune::estimate::internal
