@@ -66,6 +66,26 @@ bool RegatherEligible(const model::Job& job) {
   return true;
 }
 
+// Elements per token of q, k, v (and what they keep alive) saved by the core attention.
+// MCore attention.py get_query_key_value_tensors splits the linear_qkv output (mixed_qkv)
+// into views; with GQA the query's reshape cannot be a view (a copy); RoPE writes new q and
+// k. The value is always a view of mixed_qkv, so whoever saves it keeps all of mixed_qkv.
+//  - core_attn recompute: the checkpoint saves MCore's q, k, v as they are.
+//  - TE attention: get_qkv_layout (attention/dot_product_attention/utils.py) accepts views
+//    only in a packed layout (MHA without RoPE: sbh3d, nothing copied); otherwise it makes
+//    q, k, v contiguous, so v is copied and mixed_qkv freed: q + 2kv either way.
+//  - unfused attention with GQA repeats k and v to every head and saves those copies (TE
+//    backends.py UnfusedDotProductAttention, MCore dot_product_attention.py): 3q.
+//  - MCore's local attention without GQA saves MCore's q, k, v as they are.
+std::int64_t AttentionQkvWidth(const ActContext& c) {
+  const std::int64_t q = c.q_width / c.tp, kv = c.kv_width_per_rank, mixed = q + 2 * kv;
+  const std::int64_t as_given = (c.rope || c.gqa ? q : 0) + (c.rope ? kv : 0) + mixed;
+  if (c.recompute_core_attn) return as_given;
+  if (c.unfused_attn && c.gqa_repeat) return 3 * q;
+  if (c.local_attn) return as_given;
+  return mixed;
+}
+
 void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
   const std::int64_t act = c.act_bytes, gemm_in = fp8_layer ? 1 : c.act_bytes;
   const std::int64_t hid = c.h / c.hid_div;
@@ -79,14 +99,8 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
     a[kAttnQkv] = act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
     a[kAttnMlaLatent] = act * (c.mla_q_rank + c.mla_kv_rank);
     a[kAttnMlaUp] = c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
-  } else if (c.unfused_attn && c.gqa_repeat && !c.recompute_core_attn) {
-    // Unfused attention with GQA repeat_interleaves k and v to every local query head; the
-    // score and context GEMMs save q and those copies, and nothing keeps mixed_qkv alive.
-    a[kAttnQkv] = act * 3 * q;
   } else {
-    // attention.py: q is a reshape copy rotated by fused RoPE (new tensor), k is rotated
-    // (new tensor), v is a view of mixed_qkv, so the saved v keeps the whole qkv output.
-    a[kAttnQkv] = act * (q + c.kv_width_per_rank + (q + 2 * c.kv_width_per_rank));
+    a[kAttnQkv] = act * AttentionQkvWidth(c);
   }
   const std::int64_t out_width = c.mla ? c.heads_per_rank * c.mla_v_width : q;
   // attention.py set_save_original_input(linear_proj) for non-delayed fp8 (TE >= 2.6):
@@ -236,6 +250,9 @@ ActContext MakeActContext(const model::Job& job) {
   c.mla_qk_width = m.qk_head_dim + m.qk_pos_emb_head_dim;
   c.mla_v_width = m.v_head_dim;
   c.hidden_dropout = m.hidden_dropout;
+  c.rope = m.position_embedding_type == "rope" || m.position_embedding_type == "yarn" ||
+           m.position_embedding_type == "mrope";
+  c.gqa = g < m.num_attention_heads;
   FillUnfusedAttention(job, c);
   c.fp8 = !m.fp8.empty();
   c.fp8_delayed = m.fp8_recipe == "delayed";

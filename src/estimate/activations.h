@@ -71,6 +71,8 @@ struct ActContext {
   bool unfused_attn = false;
   bool local_attn = false;            // MCore DotProductAttention (its persistent score buffer)
   bool gqa_repeat = false;            // unfused: k and v repeated to every query head
+  bool rope = false;                  // RoPE rotates q and k into new tensors
+  bool gqa = false;                   // fewer KV groups than heads (q is a reshape copy)
   std::int64_t seq_k = 0;             // keys each query attends to (s / CP)
   int probs_bytes = 0, probs_dropout_bytes = 0;
   bool fp8 = false;             // fp8 GEMM inputs (TE) for fp8 layers

@@ -49,7 +49,8 @@ LayerSizes MakeLayerSizes(const est::ActContext& ctx, bool moe, bool fp8) {
   z.bwd = est::LayerBackwardTransients(ctx, moe, fp8);
   z.attn_bwd = est::LayerAttentionBackwardTransients(ctx, fp8);
   if (!ctx.mla && !(ctx.unfused_attn && ctx.gqa_repeat)) {
-    // activations.h kAttnQkv = q + k + the linear_qkv output (q + 2 kv): split it.
+    // activations.h kAttnQkv: q, k and the rest (v, or the linear_qkv output a saved v view
+    // keeps alive): split it so the trace names each.
     z.q_bytes = ctx.act_bytes * ctx.q_width / ctx.tp * ctx.tokens;
     z.k_bytes = ctx.act_bytes * ctx.kv_width_per_rank * ctx.tokens;
     if (z.kept[est::kAttnQkv] <= z.q_bytes + z.k_bytes) z.q_bytes = z.k_bytes = 0;

@@ -11,14 +11,14 @@ namespace {
 
 using testing::TinyJob;
 
-// TinyJob per token (bf16, TP1, no SP): ln1_in 16, ln1_out 16, qkv (q 16 + k 16 + mixed
-// 48) 80, attn_out 16, softmax stats 8, ln2_in 16, ln2_out 16, fc1_out 64, fc2_in 32 = 264;
-// times 4 tokens.
+// TinyJob per token (bf16, TP1, no SP): ln1_in 16, ln1_out 16, qkv (q 16 + k 16 + v 16: TE
+// copies the v view of mixed_qkv) 48, attn_out 16, softmax stats 8, ln2_in 16, ln2_out 16,
+// fc1_out 64, fc2_in 32 = 232; times 4 tokens.
 TEST(ActivationsTest, DenseBf16LayerTensorByTensor) {
   const auto a = LayerActivations(MakeActContext(TinyJob()), false, true);
   EXPECT_EQ(a[kLn1Input], 64);
   EXPECT_EQ(a[kLn1Output], 64);
-  EXPECT_EQ(a[kAttnQkv], 320);
+  EXPECT_EQ(a[kAttnQkv], 192);
   EXPECT_EQ(a[kAttnOut], 64);
   EXPECT_EQ(a[kAttnSoftmaxStats], 32);
   EXPECT_EQ(a[kLn2Input], 64);
@@ -26,17 +26,38 @@ TEST(ActivationsTest, DenseBf16LayerTensorByTensor) {
   EXPECT_EQ(a[kMlpFc1Out], 256);
   EXPECT_EQ(a[kMlpFc2In], 128);
   EXPECT_EQ(a[kAttnDropoutMask], 0);
-  EXPECT_EQ(SumBytes(a), 1056);
+  EXPECT_EQ(SumBytes(a), 928);
 }
 
-TEST(ActivationsTest, CoreAttnRecomputeDropsOnlySoftmaxStats) {
+TEST(ActivationsTest, CoreAttnRecomputeKeepsMcoresQkvAndDropsTheSoftmaxStats) {
   auto job = TinyJob();
   job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
   job.model.recompute_modules = {"core_attn"};
   const auto a = LayerActivations(MakeActContext(job), false, true);
   EXPECT_EQ(a[kAttnSoftmaxStats], 0);
+  // The checkpoint saves the rotated q and k and the v view, which keeps mixed_qkv (48).
   EXPECT_EQ(a[kAttnQkv], 320);
   EXPECT_EQ(SumBytes(a), 1024);
+}
+
+TEST(ActivationsTest, WhatKeepsTheQkvOutputAlive) {
+  // No RoPE, no GQA: q, k, v are views of mixed_qkv, which TE accepts as sbh3d.
+  auto job = TinyJob();
+  job.model.position_embedding_type = "learned_absolute";
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * 24 * 4);
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"core_attn"};  // the checkpoint keeps the same views
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * 24 * 4);
+  // GQA without RoPE: the query reshape is a copy; k and v stay views of mixed_qkv (16).
+  job.model.num_query_groups = 1;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * (8 + 16) * 4);
+  job.model.recompute_modules = {};
+  job.model.recompute_granularity = model::RecomputeGranularity::kNone;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * 16 * 4);  // TE copies
+  // MCore's local attention (no GQA) saves q, k, v as given: rotated q, k and the v view.
+  job = TinyJob();
+  job.model.transformer_impl = "local";
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 320);
 }
 
 TEST(ActivationsTest, MlpRecomputeKeepsOnlyTheMlpInput) {
@@ -46,14 +67,14 @@ TEST(ActivationsTest, MlpRecomputeKeepsOnlyTheMlpInput) {
   const auto a = LayerActivations(MakeActContext(job), false, true);
   EXPECT_EQ(a[kLn2Input], 64);
   EXPECT_EQ(a[kLn2Output] + a[kMlpFc1Out] + a[kMlpFc2In], 0);
-  EXPECT_EQ(SumBytes(a), 1056 - 64 - 256 - 128);
+  EXPECT_EQ(SumBytes(a), 928 - 64 - 256 - 128);
 }
 
 TEST(ActivationsTest, LayernormRecomputeIsANoOpForFusedDenseNorms) {
   auto job = TinyJob();
   job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
   job.model.recompute_modules = {"layernorm"};
-  EXPECT_EQ(SumBytes(LayerActivations(MakeActContext(job), false, true)), 1056);
+  EXPECT_EQ(SumBytes(LayerActivations(MakeActContext(job), false, true)), 928);
 }
 
 TEST(ActivationsTest, Fp8SavesGemmInputsInOneByte) {
@@ -67,7 +88,7 @@ TEST(ActivationsTest, Fp8SavesGemmInputsInOneByte) {
   EXPECT_EQ(a[kMlpFc2In], 64);
   EXPECT_EQ(a[kAttnOut], 64);  // linear_proj keeps the bf16 attention output
   // A first/last layer kept in bf16 saves bf16 inputs.
-  EXPECT_EQ(SumBytes(LayerActivations(ctx, false, false)), 1056);
+  EXPECT_EQ(SumBytes(LayerActivations(ctx, false, false)), 928);
 }
 
 TEST(ActivationsTest, DelayedScalingProjKeepsFp8CopyToo) {
@@ -164,7 +185,7 @@ TEST(ActivationsTest, UnfusedTeAttentionKeepsTheBf16SoftmaxWhenItsKernelRuns) {
   EXPECT_EQ(a[kAttnProbs], 2 * 128 * 128);
   EXPECT_EQ(a[kAttnProbsDropout], 0);
   EXPECT_EQ(a[kAttnSoftmaxStats], 0);
-  EXPECT_EQ(a[kAttnQkv], 80 * 128);  // no GQA: q, k and the qkv output as with fused attention
+  EXPECT_EQ(a[kAttnQkv], 48 * 128);  // no GQA: q, k and TE's contiguous copy of v
 }
 
 TEST(ActivationsTest, FusedAttentionKeepsNoScores) {

@@ -44,7 +44,7 @@ TEST(SynthTest, OneLayerForwardByHand) {
   const Recorder rec = Record(job, 0, true);
   const std::vector<std::string> want = {
       "alloc act.ln1_output 64",         // 2 B · 8 · 4 tokens
-      "alloc act.attn_qkv 192",          // linear_qkv output: 2 · (8 + 16) · 4
+      "alloc act.attn_qkv 64",           // v: TE copies the v view of mixed_qkv (2 · 8 · 4)
       "alloc act.attn_q 64",             // q after RoPE
       "alloc act.attn_k 64",             // k after RoPE
       "alloc act.attn_out 64",
