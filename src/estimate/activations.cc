@@ -28,11 +28,13 @@ constexpr ActTensorText kTensorInfo[kNumActTensors] = {
     {"act.ln2_input", "pre-MLP residual saved for the pre-MLP norm backward"},
     {"act.ln2_output", "pre-MLP norm output (linear_fc1 wgrad input, router/expert input)"},
     {"act.mlp_fc1_out", "linear_fc1 output saved by the fused bias-activation (SwiGLU/GeLU)"},
+    {"act.mlp_act_parts", "unfused gated activation: act(x_glu) and x_linear, saved by their product"},
     {"act.mlp_fc2_in", "activation output saved as the linear_fc2 GEMM input"},
     {"act.mlp_dropout_mask", "hidden-dropout mask after the MLP (1 B per element)"},
     {"act.moe_router", "router logits and probabilities (fp32)"},
     {"act.moe_dispatch", "permuted tokens saved as the expert linear_fc1 input (top-k copies)"},
     {"act.moe_fc1_out", "expert linear_fc1 output saved by the expert activation"},
+    {"act.moe_act_parts", "unfused expert activation: its output(s), saved by the routing-probability multiply"},
     {"act.moe_fc2_in", "expert activation output saved as the expert linear_fc2 input"},
     {"act.moe_combine", "expert outputs kept for the probability-weighted un-permute"},
     {"act.shared_fc1_out", "shared-expert linear_fc1 output"},
@@ -128,6 +130,8 @@ void FillDenseMlp(const ActContext& c, bool fp8_layer, ActBytes& a) {
   if (!c.recompute_mlp) {  // transformer_layer.py: "mlp" checkpoints the MLP, keeping its input
     a[kLn2Output] = c.frozen_base ? 0 : gemm_in * hid;
     a[kMlpFc1Out] = act * c.glu_factor * f;  // fused_bias_swiglu.py SwiGLUFunction saves input
+    // mlp.py glu(): silu(x_glu) * (x_linear + offset) saves both factors (gated, unfused).
+    if (!c.dense_act_fused && c.glu_factor == 2) a[kMlpActParts] = act * 2 * f;
     // TE linear.py: the fc2 input is kept column-wise (fp8) for the wgrad.
     a[kMlpFc2In] = c.frozen_base ? 0 : gemm_in * f;
   }
@@ -150,6 +154,11 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   a[kMoeDispatch] = c.frozen_base ? 0 : gemm_in * c.h * copies_per_token / c.hid_div;
   const std::int64_t fe = c.moe_ffn / c.etp;
   a[kMoeFc1Out] = act * c.glu_factor * fe * copies_per_token / c.hid_div;
+  // experts.py bias_act_func, unfused: the activation output times the fp32 probabilities
+  // saves the activation output (gated: also act(x_glu) and x_linear + offset).
+  if (!c.moe_act_fused && !c.recompute_moe_act) {
+    a[kMoeActParts] = act * (c.glu_factor == 2 ? 3 : 1) * fe * copies_per_token / c.hid_div;
+  }
   a[kMoeFc2In] = (c.recompute_moe_act || c.frozen_base) ? 0 : gemm_in * fe * copies_per_token / c.hid_div;
   a[kMoeCombine] = act * c.h * copies_per_token / c.hid_div;  // moe_utils.py unpermute(probs)
   if (c.shared_ffn > 0 && !c.recompute_shared) {
@@ -243,6 +252,11 @@ ActContext MakeActContext(const model::Job& job) {
   c.topk = m.moe_router_topk;
   c.experts = m.num_moe_experts.value_or(0);
   c.glu_factor = m.gated_linear_unit ? 2 : 1;
+  // mlp.py / experts.py: which activations have a fused kernel (others run unfused).
+  const bool silu_glu = m.activation_func == "silu" && m.gated_linear_unit;
+  c.dense_act_fused = m.bias_activation_fusion && (silu_glu || m.activation_func == "gelu");
+  c.moe_act_fused = m.bias_activation_fusion &&
+                    (silu_glu || (m.activation_func == "quick_gelu" && m.gated_linear_unit));
   c.act_bytes = (m.bf16 || m.fp16) ? 2 : 4;
   c.mla = m.multi_latent_attention;
   c.mla_q_rank = m.q_lora_rank.value_or(0);

@@ -25,11 +25,13 @@ enum ActTensor : int {
   kLn2Input,         // pre-MLP residual, saved for the pre-MLP norm backward
   kLn2Output,        // pre-MLP norm output = linear_fc1 / router input
   kMlpFc1Out,        // linear_fc1 output = activation-function input
+  kMlpActParts,      // unfused gated activation: act(x_glu) and x_linear + offset
   kMlpFc2In,         // activation output = linear_fc2 GEMM input
   kMlpDropoutMask,   // hidden-dropout mask after the MLP / MoE (bool)
   kMoeRouter,        // router logits and probabilities (fp32)
   kMoeDispatch,      // permuted tokens = expert linear_fc1 GEMM input
   kMoeFc1Out,        // expert linear_fc1 output = activation input
+  kMoeActParts,      // unfused expert activation: its output(s) kept by the probs multiply
   kMoeFc2In,         // expert activation output = expert linear_fc2 GEMM input
   kMoeCombine,       // expert outputs kept for the weighted un-permute
   kSharedFc1Out,     // shared-expert linear_fc1 output
@@ -62,6 +64,8 @@ struct ActContext {
   std::int64_t h = 0, q_width = 0, kv_width_per_rank = 0, heads_per_rank = 0;
   std::int64_t ffn = 0, moe_ffn = 0, shared_ffn = 0, topk = 1, experts = 0;
   int glu_factor = 1;           // 2 for gated MLPs (fc1 has two halves)
+  bool dense_act_fused = true;  // MLP: fused_bias_swiglu / bias_gelu
+  bool moe_act_fused = true;    // experts: weighted swiglu / quick-geglu
   int act_bytes = 2;            // activation dtype (bf16/fp16 2, fp32 4)
   bool mla = false;
   std::int64_t mla_q_rank = 0, mla_kv_rank = 0, mla_qk_width = 0, mla_v_width = 0;

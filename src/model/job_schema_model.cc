@@ -26,6 +26,9 @@ bool Selective(const Job& j) {
 bool LearnedPositions(const Job& j) {
   return j.model.position_embedding_type == "learned_absolute";
 }
+bool FusableActivation(const Job& j) {  // where unfused activations keep more (gated, MoE)
+  return j.model.gated_linear_unit || IsMoe(j);
+}
 bool LocalUnfusedAttention(const Job& j) {
   return CoreAttentionOf(j.model) == CoreAttention::kLocal;
 }
@@ -161,6 +164,11 @@ std::vector<FieldSpec> ArchitectureFields() {
       Memory(m.Bool("gated_linear_unit", &ModelConfig::gated_linear_unit),
              "MCore TransformerConfig"),
       Memory(ActivationField(), "MCore TransformerConfig"),
+      // MCore's dataclass says false, but Megatron-LM's --bias-swiglu-fusion and
+      // --bias-gelu-fusion default on and Bridge's model bridges (Llama, DeepSeek, GLM,
+      // GPT-OSS, Kimi, Qwen-VL) set it: what real runs use.
+      Memory(m.Bool("bias_activation_fusion", &ModelConfig::bias_activation_fusion),
+             "Megatron-LM arguments.py and Bridge's model bridges", FusableActivation),
       Memory(m.Choice(
                  "normalization", &ModelConfig::normalization,
                  {{"LayerNorm", Normalization::kLayerNorm}, {"RMSNorm", Normalization::kRMSNorm}}),

@@ -53,6 +53,8 @@ constexpr KnownFlag kKnownFlags[] = {
     {"swiglu", Arity::kSwitch},
     {"squared-relu", Arity::kSwitch},
     {"quick-geglu", Arity::kSwitch},
+    {"no-bias-swiglu-fusion", Arity::kSwitch},
+    {"no-bias-gelu-fusion", Arity::kSwitch},
     {"normalization", Arity::kValue},
     {"disable-bias-linear", Arity::kSwitch},
     {"add-qkv-bias", Arity::kSwitch},

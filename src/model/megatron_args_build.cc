@@ -72,6 +72,11 @@ Status Architecture(const FlagReader& r, YAML::Node& m) {
   m["share_embeddings_and_output_weights"] = !r.Switch("untie-embeddings-and-output-weights");
   const bool quick_geglu = r.Switch("quick-geglu");
   m["gated_linear_unit"] = swiglu || quick_geglu;
+  // argument_utils.py: bias_activation_fusion = bias_swiglu_fusion with --swiglu, else
+  // bias_gelu_fusion, which validate_args turns off without linear biases.
+  m["bias_activation_fusion"] =
+      swiglu ? !r.Switch("no-bias-swiglu-fusion")
+             : !r.Switch("no-bias-gelu-fusion") && !r.Switch("disable-bias-linear");
   m["activation_func"] = swiglu                     ? "silu"
                          : quick_geglu              ? "quick_gelu"
                          : r.Switch("squared-relu") ? "squared_relu"

@@ -86,6 +86,8 @@ HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId in
   Free(dispatch);
   save(kMlpFc1Out);
   save(kMoeFc1Out);
+  save(kMlpActParts);
+  save(kMoeActParts);
   Free(g2);
   const HandleId act = Alloc(z.fwd[kFwdActOut], FwdTransientName(kFwdActOut));
   save(kMlpFc2In);
@@ -131,7 +133,8 @@ HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId g
     w[t] = Alloc(z.bwd[t], BwdTransientName(static_cast<BwdTransient>(t)));
   }
   for (int t = kBwdGradGather; t < kBwdFc1Dgrad; ++t) Free(w[t]);
-  for (int s : {kLn2Output, kMlpFc1Out, kMlpFc2In, kMlpDropoutMask, kMoeRouter, kMoeDispatch, kMoeFc1Out,
+  for (int s : {kLn2Output, kMlpFc1Out, kMlpActParts, kMlpFc2In, kMlpDropoutMask, kMoeRouter, kMoeDispatch,
+                kMoeFc1Out, kMoeActParts,
                 kMoeFc2In, kMoeCombine, kSharedFc1Out, kSharedFc2In}) {
     FreeSaved(rec, s);
   }

@@ -48,6 +48,9 @@ struct ModelConfig {
   bool should_pad_vocab = false;
   bool share_embeddings_and_output_weights = true;  // GPTModelProvider default
   bool gated_linear_unit = false;
+  // Fused bias + activation (fused_bias_swiglu / bias_gelu / weighted swiglu in experts).
+  // Unfused, the activation's intermediates are saved too (docs/estimator.md §4).
+  bool bias_activation_fusion = true;
   std::string activation_func = "gelu";    // silu | gelu | quick_gelu | relu | squared_relu
   Normalization normalization = Normalization::kLayerNorm;
   bool add_bias_linear = true;

@@ -236,5 +236,32 @@ TEST(ActivationsTest, UnfusedAttentionBackwardCanOutgrowTheMlpWorkingSet) {
   EXPECT_EQ(LayerBackwardWorkspace(ctx, false, true),
             attn[kAttnBwdGradOut] + attn[kAttnBwdGradProbs] + attn[kAttnBwdGradScores]);
 }
+
+TEST(ActivationsTest, UnfusedActivationsKeepTheirIntermediates) {
+  // TinyJob's MLP is gated (f = 16): silu(x_glu) * (x_linear + offset) saves both factors.
+  auto job = TinyJob();
+  job.model.bias_activation_fusion = false;
+  auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kMlpActParts], 2 * 2 * 16 * 4);
+  job.model.gated_linear_unit = false;  // plain GeLU: its output is the fc2 input, nothing more
+  job.model.activation_func = "gelu";
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMlpActParts], 0);
+  // Experts multiply the activation output by the fp32 routing probabilities, which saves it
+  // (fused kernels exist for SwiGLU and quick-GeGLU only): top-2, f_e 16 -> 2 B x 16 x 2.
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 16;
+  job.model.bias_activation_fusion = true;
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kMoeActParts], 2 * 16 * 2 * 4);
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"moe_act"};  // the checkpointed activation keeps nothing
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeActParts], 0);
+  job = TinyJob();  // fused SwiGLU: no intermediates, dense or expert
+  job.model.num_moe_experts = 4;
+  job.model.moe_ffn_hidden_size = 16;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeActParts], 0);
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMlpActParts], 0);
+}
 }  // namespace
 }  // namespace memtune::estimate::internal

@@ -60,6 +60,7 @@ TEST(MegatronArgsTest, Llama8BLaunchLine) {
             "  should_pad_vocab: true\n"
             "  share_embeddings_and_output_weights: false\n"
             "  gated_linear_unit: true\n"
+            "  bias_activation_fusion: true\n"
             "  activation_func: silu\n"
             "  normalization: RMSNorm\n"
             "  add_bias_linear: false\n"
@@ -150,6 +151,15 @@ TEST(MegatronArgsTest, AttentionImplementationFlags) {
   const auto plain = Convert("--hidden-size 1024").job["model"];
   EXPECT_FALSE(plain["masked_softmax_fusion"]);  // Bridge's defaults agree with Megatron-LM's
   EXPECT_FALSE(plain["attention_softmax_in_fp32"]);
+}
+
+TEST(MegatronArgsTest, BiasActivationFusionFollowsTheActivation) {
+  EXPECT_TRUE(Convert("--swiglu").job["model"]["bias_activation_fusion"].as<bool>());
+  EXPECT_FALSE(Convert("--swiglu --no-bias-swiglu-fusion").job["model"]["bias_activation_fusion"].as<bool>());
+  EXPECT_TRUE(Convert("--hidden-size 8").job["model"]["bias_activation_fusion"].as<bool>());
+  // validate_args: no bias-GeLU fusion without linear biases.
+  EXPECT_FALSE(Convert("--disable-bias-linear").job["model"]["bias_activation_fusion"].as<bool>());
+  EXPECT_FALSE(Convert("--no-bias-gelu-fusion").job["model"]["bias_activation_fusion"].as<bool>());
 }
 
 TEST(MegatronArgsTest, MoeMlaMtpAndPatterns) {
