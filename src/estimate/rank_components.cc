@@ -103,8 +103,8 @@ class ComponentList {
     std::int64_t bytes;
     ComponentKind kind;
   };
-  // 11 model-state components, every activation tensor, then at most 5 others.
-  static constexpr int kCapacity = 11 + kNumActTensors + 5;
+  // 11 model-state components, every activation tensor, then at most 6 others.
+  static constexpr int kCapacity = 11 + kNumActTensors + 6;
   std::array<Item, kCapacity> items_;
   int size_ = 0;
 };
@@ -176,9 +176,25 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   const bool te_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == "te";
   const int kept_bytes = te_loss ? f.act.act_bytes : 4;
   f.logits_per_mb = kept_bytes * vocab_per_rank * tokens * logit_sets;
-  f.logits_transient = f.act.act_bytes * vocab_per_rank * tokens;
+  // fusions/fused_cross_entropy.py runs its steps through jit_fuser (torch.compile, jit.py):
+  // the in-place updates of its inputs (the fp32 logits in forward, the saved softmax in
+  // backward) become a computed fp32 buffer copied back, so the native fused loss holds one
+  // more fp32 logits-sized tensor next to the bf16 logits / their gradient. Measured on the
+  // Megatron-LM CI runs with --cross-entropy-loss-fusion (docs/validation.md).
+  const bool compiled_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == "native";
+  f.logits_transient = (f.act.act_bytes + (compiled_loss ? 4 : 0)) * vocab_per_rank * tokens;
   f.num_microbatches = options.num_microbatches.value_or(model::NumMicrobatches(job));
   f.num_microbatches = std::max<std::int64_t>(1, f.num_microbatches);
+  // tensor_parallel/layers.py: with defer_embedding_wgrad_compute the output layer appends
+  // its input (forward) and its output gradient (backward) to buffers for the first
+  // wgrad_deferral_limit micro-batches (all when 0); finish_embedding_wgrad_compute
+  // (schedules.py) consumes them after the pipeline flush.
+  if (m.defer_embedding_wgrad_compute && m.pipeline_model_parallel_size > 1) {
+    f.deferred_microbatches = m.wgrad_deferral_limit == 0
+                                  ? f.num_microbatches
+                                  : std::min<std::int64_t>(m.wgrad_deferral_limit, f.num_microbatches);
+    f.deferred_wgrad_per_mb = f.act.act_bytes * (vocab_per_rank + hid) * tokens;
+  }
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
   f.with_explanations = options.with_explanations;
   const std::string cc = JobComputeCapability(job);
@@ -213,6 +229,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   std::int64_t kind_live[2][2] = {};  // layer-micro-batches of each kind held
   std::int64_t checkpoint = 0;        // full-recompute checkpoint inputs held
   std::int64_t embedding = 0, output_hidden = 0, logits = 0, transient = 0, logits_transient = 0;
+  std::int64_t deferred = 0;  // output-layer wgrad inputs held for the flush
   const int uniform_moe = f.uniform_kind / 2, uniform_fp8 = f.uniform_kind % 2;  // plain_layers
   for (int c = 0; c < chunks; ++c) {
     const int n_live = live[c];
@@ -238,6 +255,9 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
       output_hidden += f.output_hidden_per_mb * n_live;
       logits += f.logits_per_mb * n_live;
       logits_transient = f.logits_transient;
+      // At the last deferred micro-batch's backward, the earlier ones are held (its own
+      // gradient is the logits transient).
+      deferred = std::min(f.deferred_microbatches, f.num_microbatches - 1) * f.deferred_wgrad_per_mb;
     }
   }
   // The held tensors are sum over kinds of (layer-micro-batches x the kind's per-layer
@@ -258,7 +278,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
     }
   }
   const std::int64_t model_state = state.Total();
-  const std::int64_t activations = layers_total + embedding + output_hidden + logits;
+  const std::int64_t activations = layers_total + embedding + output_hidden + logits + deferred;
   const std::int64_t backward_transient = std::max(transient, logits_transient) + state.fsdp_gather;
   r.backward_peak_bytes = model_state + activations + backward_transient;
   r.step_peak_bytes = model_state + state.step_transient;
@@ -292,6 +312,9 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
     push("act.output", output_hidden, ComponentKind::kActivations, "final-norm input and output-layer input");
     push("act.logits", logits, ComponentKind::kLogits,
          "logits kept for the loss backward (fp32 softmax; bf16 with TE's fused loss)");
+    push("act.deferred_wgrad", deferred, ComponentKind::kActivations,
+         "defer_embedding_wgrad_compute: output-layer inputs and logits gradients kept for the "
+         "wgrad after the pipeline flush");
     push("tmp.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
          "largest one-layer backward working set (gradients, gathered inputs, recompute replay) or logits gradient");
     push("tmp.fsdp", state.fsdp_gather, ComponentKind::kTransient,

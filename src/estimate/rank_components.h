@@ -34,6 +34,10 @@ struct JobFacts {
   std::int64_t output_hidden_per_mb = 0;  // final-norm input + output-layer input
   std::int64_t logits_per_mb = 0;       // logits kept for the loss backward
   std::int64_t logits_transient = 0;    // bf16 logits / their gradient, one micro-batch
+  // defer_embedding_wgrad_compute: what one deferred micro-batch keeps until the flush (the
+  // logits gradient and the output layer's input), and how many micro-batches defer.
+  std::int64_t deferred_wgrad_per_mb = 0;
+  std::int64_t deferred_microbatches = 0;
   std::int64_t num_microbatches = 1;
   int group_size = 1;                   // microbatch_group_size_per_vp_stage
   std::int64_t te_workspace_bytes = 0;     // one TE GEMM workspace on the job's GPU

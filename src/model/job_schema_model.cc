@@ -263,6 +263,7 @@ std::vector<FieldSpec> ParallelFields() {
       m.Bool("overlap_moe_expert_parallel_comm", &ModelConfig::overlap_moe_expert_parallel_comm),
       m.Bool("tp_comm_overlap", &ModelConfig::tp_comm_overlap),
       m.Bool("defer_embedding_wgrad_compute", &ModelConfig::defer_embedding_wgrad_compute),
+      m.Int("wgrad_deferral_limit", &ModelConfig::wgrad_deferral_limit, 0, kMaxParallel),
   };
 }
 

@@ -40,6 +40,7 @@ constexpr KnownFlag kKnownFlags[] = {
     {"overlap-moe-expert-parallel-comm", Arity::kSwitch},
     {"defer-embedding-wgrad-compute", Arity::kSwitch},
     {"microbatch-group-size-per-virtual-pipeline-stage", Arity::kValue},
+    {"wgrad-deferral-limit", Arity::kValue},
     // Architecture.
     {"num-layers", Arity::kValue},
     {"hidden-size", Arity::kValue},

@@ -187,7 +187,8 @@ Status Parallel(const FlagReader& r, YAML::Node& m) {
         {"expert-tensor-parallel-size", "expert_tensor_parallel_size"},
         {"decoder-first-pipeline-num-layers", "num_layers_in_first_pipeline_stage"},
         {"decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage"},
-        {"microbatch-group-size-per-virtual-pipeline-stage", "microbatch_group_size_per_vp_stage"}}) {
+        {"microbatch-group-size-per-virtual-pipeline-stage", "microbatch_group_size_per_vp_stage"},
+        {"wgrad-deferral-limit", "wgrad_deferral_limit"}}) {
     MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, flag, field));
   }
   const std::int64_t pp =
@@ -230,10 +231,11 @@ Status Levers(const FlagReader& r, YAML::Node& m) {
        {std::pair{"distribute-saved-activations", "distribute_saved_activations"},
         {"cpu-offloading", "cpu_offloading"},
         {"cpu-offloading-weights", "cpu_offloading_weights"},
-        {"fine-grained-activation-offloading", "fine_grained_activation_offloading"},
-        {"cross-entropy-loss-fusion", "cross_entropy_loss_fusion"}}) {
+        {"fine-grained-activation-offloading", "fine_grained_activation_offloading"}}) {
     if (r.Switch(flag)) m[field] = true;
   }
+  // arguments.py: --cross-entropy-loss-fusion is store_true (Bridge's provider default is on).
+  m["cross_entropy_loss_fusion"] = r.Switch("cross-entropy-loss-fusion");
   if (r.Switch("no-cpu-offloading-activations") || r.Switch("disable-cpu-offloading-activations")) {
     m["cpu_offloading_activations"] = false;
   }

@@ -237,6 +237,9 @@ void Generator::BackwardChunk(int c, int mb) {
     const HandleId grad_logits = Alloc(plan_.facts.logits_transient, "bwd.grad_logits");
     Free(rec.logits);
     grad = Alloc(plan_.local_hidden, "bwd.grad_final_norm");
+    if (mb < plan_.facts.deferred_microbatches) {  // kept for the wgrad after the flush
+      deferred_.push_back(Alloc(plan_.facts.deferred_wgrad_per_mb, "wgrad.deferred_output_layer"));
+    }
     Free(grad_logits);
     Free(rec.final_out);
     if (!chunk.layers.empty()) Free(rec.final_in);
@@ -343,6 +346,8 @@ TraceSummary Generator::Run() {
       if (s.forward) ForwardChunk(s.chunk, s.microbatch);
       else BackwardChunk(s.chunk, s.microbatch);
     }
+    for (HandleId h : deferred_) Free(h);  // finish_embedding_wgrad_compute
+    deferred_.clear();
     OptimizerStep();
   }
   label_.iteration = plan_.iterations;

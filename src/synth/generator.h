@@ -50,6 +50,7 @@ class Generator {
   EventLabel& label_;  // emit_'s label: where in the step the next event happens
   std::vector<ChunkRec> recs_;             // [chunk * m + mb]
   std::vector<alloc::HandleId> step_grads_;
+  std::vector<alloc::HandleId> deferred_;  // defer_embedding_wgrad_compute buffers
 };
 
 }  // namespace memtune::synth

@@ -107,6 +107,7 @@ struct ModelConfig {
   bool overlap_moe_expert_parallel_comm = false;
   bool tp_comm_overlap = false;
   bool defer_embedding_wgrad_compute = false;
+  int wgrad_deferral_limit = 0;  // micro-batches whose output-layer wgrad is deferred; 0 = all
 
   // Memory levers.
   RecomputeGranularity recompute_granularity = RecomputeGranularity::kNone;

@@ -74,6 +74,7 @@ TEST(MegatronArgsTest, Llama8BLaunchLine) {
             "  sequence_parallel: true\n"
             "  seq_length: 8192\n"
             "  recompute_granularity: selective\n"
+            "  cross_entropy_loss_fusion: false\n"
             "train:\n"
             "  micro_batch_size: 1\n"
             "  global_batch_size: 4\n"
