@@ -5,6 +5,7 @@
 // (parseChosenWorkspaceSize, getCUDABlasLtWorkspace, setCublasWorkspace).
 #include "workspaces.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "memtune/model/gpu_catalog.h"
@@ -55,8 +56,9 @@ std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability) {
 
 std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
                                        const std::map<std::string, std::string>& env) {
-  if (auto it = env.find("CUBLAS_WORKSPACE_CONFIG"); it != env.end()) {
-    if (auto parsed = ParseWorkspaceConfig(it->second)) return *parsed;
+  for (const auto& [name, value] : env) {  // (a few entries; find() would build a key string)
+    if (name != "CUBLAS_WORKSPACE_CONFIG") continue;
+    if (auto parsed = ParseWorkspaceConfig(value)) return *parsed;
   }
   if (compute_capability.rfind("gfx", 0) == 0) {
     const bool big = compute_capability.rfind("gfx94", 0) == 0 || compute_capability.rfind("gfx95", 0) == 0;
@@ -83,9 +85,8 @@ RankWorkspaces ComputeRankWorkspaces(const model::Job& job, std::span<const Mode
   for (const ModelChunk& c : chunks) {
     layers = layers || c.num_layers + c.num_mtp_layers > 0;
     output = output || c.has_output;
-    for (int i = c.first_layer; i < c.first_layer + c.num_layers; ++i) {
-      moe = moe || (i < static_cast<int>(moe_pattern.size()) && moe_pattern[i]);
-    }
+    const int end = std::min(c.first_layer + c.num_layers, static_cast<int>(moe_pattern.size()));
+    for (int i = c.first_layer; i < end && !moe; ++i) moe = moe_pattern[i];
     if (c.num_mtp_layers > 0 && m.num_moe_experts) moe = true;  // MTP blocks are MoE layers too
   }
   const model::CoreAttention core = model::CoreAttentionOf(m);
