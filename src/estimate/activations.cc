@@ -17,7 +17,7 @@ namespace {
 constexpr ActTensorText kTensorInfo[kNumActTensors] = {
     {"act.ln1_input", "layer input saved for the input-norm backward (TE LayerNormLinear inputmat)"},
     {"act.ln1_output", "input-norm output saved for the linear_qkv wgrad (fp8 local shard under SP)"},
-    {"act.attn_qkv", "q and k after fused RoPE, plus the linear_qkv output the v view keeps alive"},
+    {"act.attn_qkv", "q, k and v kept by core attention (TE copies v; a checkpoint's v view keeps the linear_qkv output)"},
     {"act.attn_out", "attention output saved as the linear_proj GEMM input"},
     {"act.attn_softmax_stats", "fused-attention softmax statistics (fp32, per head and token)"},
     {"act.attn_probs", "unfused attention: softmax probabilities [b, heads, s, s] saved for backward"},
@@ -278,6 +278,15 @@ ActContext MakeActContext(const model::Job& job) {
   c.recompute_layernorm = selective && Has(m, "layernorm");
   c.recompute_mla_up = selective && Has(m, "mla_up_proj");
   c.recompute_shared = selective && Has(m, "shared_experts");
+  if (m.fine_grained_activation_offloading) {
+    c.off_norm1 = Contains(m.offload_modules, "attn_norm");
+    c.off_qkv = Contains(m.offload_modules, "qkv_linear");
+    c.off_core_attn = Contains(m.offload_modules, "core_attn");
+    c.off_proj = Contains(m.offload_modules, "attn_proj");
+    c.off_norm2 = Contains(m.offload_modules, "mlp_norm");
+    c.off_expert_fc1 = Contains(m.offload_modules, "expert_fc1");
+    c.off_moe_act = Contains(m.offload_modules, "moe_act");
+  }
   if (job.peft) {
     c.frozen_base = true;
     c.lora_dim = job.peft->dim;
@@ -339,6 +348,39 @@ std::int64_t CheckpointInputBytes(const ActContext& c, bool distribute_saved) {
   std::int64_t per_token = c.act_bytes * c.h / c.hid_div;
   if (distribute_saved) per_token /= c.tp;
   return per_token * c.tokens;
+}
+
+// MCore pipeline_parallel/fine_grained_activation_offload.py with the offload contexts of
+// transformer_layer.py, attention.py and moe/experts.py: each listed module's saved tensors
+// (its inputs and what it keeps inside) move to the host. The norms are separate modules
+// only where the layer spec has them: MCore's local spec (input norm) and MoE layers
+// (pre-MLP TENorm); with TE's fused norm + linear they are IdentityOp, and their input is
+// the fused linear's (qkv_linear). Tensors under min_offloaded_tensor_size (1M elements)
+// and the last groups kept for the reload margin are not modelled.
+ActBytes OffloadedTensors(const ActContext& c, bool moe_layer, const ActBytes& kept) {
+  ActBytes off{};
+  auto take = [&](ActTensor t) { off[t] = kept[t]; };
+  if (c.off_norm1 && c.local_attn) take(kLn1Input);
+  if (c.off_qkv) {
+    take(kLn1Output);
+    if (!c.local_attn) take(kLn1Input);  // TE LayerNormLinear keeps the norm input
+  }
+  if (c.off_core_attn) {
+    take(kAttnQkv);
+    take(kAttnSoftmaxStats);
+    take(kAttnProbs);
+    take(kAttnProbsDropout);
+  }
+  if (c.off_proj) take(kAttnOut);
+  if (moe_layer) {
+    if (c.off_norm2) take(kLn2Input);
+    if (c.off_expert_fc1) take(kMoeDispatch);
+    if (c.off_moe_act) {
+      take(kMoeFc1Out);
+      take(kMoeActParts);
+    }
+  }
+  return off;
 }
 
 std::int64_t LocalAttentionScoreBuffer(const ActContext& c) {

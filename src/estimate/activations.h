@@ -85,6 +85,10 @@ struct ActContext {
   bool recompute_core_attn = false, recompute_mlp = false, recompute_moe = false,
        recompute_moe_act = false, recompute_layernorm = false, recompute_mla_up = false,
        recompute_shared = false;
+  // Fine-grained activation offloading (offload_modules): which modules' saved inputs go to
+  // the host after their forward and come back for their backward.
+  bool off_norm1 = false, off_qkv = false, off_core_attn = false, off_proj = false,
+       off_norm2 = false, off_expert_fc1 = false, off_moe_act = false;
   // LoRA (0 when absent): targets and whether the SP input re-gather applies.
   std::int64_t lora_dim = 0;
   bool lora_qkv = false, lora_proj = false, lora_fc1 = false, lora_fc2 = false;
@@ -97,6 +101,10 @@ ActContext MakeActContext(const model::Job& job);
 // Saved tensors of one layer (per micro-batch, per rank), selective recompute applied.
 // `fp8_layer` false for bf16 layers of an fp8 run (first/last layers in bf16).
 ActBytes LayerActivations(const ActContext& ctx, bool moe_layer, bool fp8_layer);
+
+// The part of `kept` (LayerActivations of the same layer) that fine-grained activation
+// offloading moves to the host between the layer's forward and backward (zero without it).
+ActBytes OffloadedTensors(const ActContext& ctx, bool moe_layer, const ActBytes& kept);
 
 // Largest backward working set of one layer (gradients, gathered GEMM inputs, fp8
 // quantized gradients, and the selective-recompute replay), per micro-batch and rank.

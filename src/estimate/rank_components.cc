@@ -145,12 +145,17 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   for (int moe = 0; moe < (has_moe ? 2 : 1); ++moe) {
     for (int fp8 = m.first_last_layers_bf16 ? 0 : 1; fp8 < 2; ++fp8) {
       f.layer[moe][fp8] = LayerActivations(f.act, moe == 1, fp8 == 1);
+      f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1, f.layer[moe][fp8]);
+      // Fine-grained offloading: the offloaded tensors are held on the host; the layer in
+      // backward has them back on the GPU (part of its working set).
+      const ActBytes off = OffloadedTensors(f.act, moe == 1, f.layer[moe][fp8]);
+      for (int t = 0; t < kNumActTensors; ++t) f.layer[moe][fp8][t] -= off[t];
+      f.workspace[moe][fp8] += SumBytes(off);
       f.layer_total[moe][fp8] = SumBytes(f.layer[moe][fp8]);
       ActTensorList& nonzero = f.layer_tensors[moe][fp8];
       for (int t = 0; t < kNumActTensors; ++t) {
         if (f.layer[moe][fp8][t] != 0) nonzero.index[nonzero.size++] = static_cast<std::int8_t>(t);
       }
-      f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1, f.layer[moe][fp8]);
     }
   }
   if (!has_moe && !m.first_last_layers_bf16) f.uniform_kind = 1;  // dense, fp8 index 1

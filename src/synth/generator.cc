@@ -109,6 +109,15 @@ HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId in
   Free(fc2);
   Free(fc2_rs);
   for (HandleId h : dropped) Free(h);
+  // Fine-grained offloading: the offloaded tensors' device copies go once copied out.
+  for (int t = 0; t < kNumActTensors; ++t) {
+    if (z.offloaded[t] == 0 || lp.keep != LayerKeep::kAll) continue;
+    FreeSaved(rec, t);
+    if (t == kAttnQkv) {
+      FreeSaved(rec, kSlotQ);
+      FreeSaved(rec, kSlotK);
+    }
+  }
   if (lp.keep != LayerKeep::kAll) {
     const int first = lp.keep == LayerKeep::kCheckpointInput ? kLn1Output : kLn1Input;
     for (int s = first; s < kSlots; ++s) FreeSaved(rec, s);
@@ -126,6 +135,13 @@ HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId g
     if (z.dropped[t] > 0) replay.push_back(Alloc(z.dropped[t], ActTensorName(static_cast<ActTensor>(t))));
   }
   label_.phase = phase;
+  // Fine-grained offloading: reloaded for this layer's backward.
+  for (int t = 0; t < kNumActTensors; ++t) {
+    if (z.offloaded[t] == 0 || rec.saved[t] != kNone) continue;
+    std::vector<HandleId> unused;
+    Save(rec, t, z, unused);
+    for (HandleId h : unused) Free(h);
+  }
   // MLP backward: its whole working set is live at once (LayerBackwardWorkspace).
   std::array<HandleId, kNumBwdTransients> w;
   w.fill(kNone);

@@ -29,6 +29,7 @@ struct LayerSizes {
   est::FwdBytes fwd{};
   est::BwdBytes bwd{};
   est::AttnBwdBytes attn_bwd{};
+  est::ActBytes offloaded{};  // fine-grained offloading: held on the host between passes
   std::int64_t q_bytes = 0, k_bytes = 0;  // the q and k parts of act.attn_qkv (0: one piece)
 };
 

@@ -263,5 +263,25 @@ TEST(ActivationsTest, UnfusedActivationsKeepTheirIntermediates) {
   EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeActParts], 0);
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMlpActParts], 0);
 }
+
+TEST(ActivationsTest, FineGrainedOffloadingMovesTheListedModulesTensors) {
+  auto job = TinyJob();
+  job.model.fine_grained_activation_offloading = true;
+  job.model.offload_modules = {"qkv_linear", "core_attn", "attn_proj", "mlp_norm"};
+  const auto ctx = MakeActContext(job);
+  const auto kept = LayerActivations(ctx, false, true);
+  const auto off = OffloadedTensors(ctx, false, kept);
+  // TE's fused norm + linear_qkv keeps the norm input and output; core attention its q, k,
+  // v and statistics; linear_proj its input. A dense layer has no separate pre-MLP norm.
+  EXPECT_EQ(off[kLn1Input], kept[kLn1Input]);
+  EXPECT_EQ(off[kLn1Output], kept[kLn1Output]);
+  EXPECT_EQ(off[kAttnQkv], kept[kAttnQkv]);
+  EXPECT_EQ(off[kAttnSoftmaxStats], kept[kAttnSoftmaxStats]);
+  EXPECT_EQ(off[kAttnOut], kept[kAttnOut]);
+  EXPECT_EQ(off[kLn2Input], 0);
+  EXPECT_EQ(off[kMlpFc1Out], 0);
+  job.model.fine_grained_activation_offloading = false;  // the list alone does nothing
+  EXPECT_EQ(SumBytes(OffloadedTensors(MakeActContext(job), false, kept)), 0);
+}
 }  // namespace
 }  // namespace memtune::estimate::internal
