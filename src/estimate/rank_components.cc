@@ -202,9 +202,7 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   }
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
   f.with_explanations = options.with_explanations;
-  const std::string cc = JobComputeCapability(job);
-  f.te_workspace_bytes = TeGemmWorkspaceBytes(cc);
-  f.torch_workspace_bytes = TorchCublasWorkspaceBytes(cc, job.memtune.env);
+  f.workspaces = MakeWorkspaceRules(job);
   return f;
 }
 
@@ -218,8 +216,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   const RankParams params = CountRankParams(job, f.params, stage, p);
   ModelStateBytes state = ComputeModelState(state_rules, params);
   if (r.layers > 0) state.attn_score_buffer = LocalAttentionScoreBuffer(f.act);
-  const RankWorkspaces ws = ComputeRankWorkspaces(job, stage, f.params.moe_pattern,
-                                                  f.te_workspace_bytes, f.torch_workspace_bytes);
+  const RankWorkspaces ws = ComputeRankWorkspaces(f.workspaces, stage, f.params.moe_pattern);
   state.te_workspace = ws.te;
   state.torch_workspace = ws.torch;
   std::array<int, 32> live_inline;  // chunks per rank: VPP, rarely above 32

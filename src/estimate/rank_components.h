@@ -9,6 +9,7 @@
 #include "memtune/estimate/estimate.h"
 #include "memtune/estimate/schedule.h"
 #include "model_state.h"
+#include "workspaces.h"
 
 namespace memtune::estimate::internal {
 
@@ -40,8 +41,7 @@ struct JobFacts {
   std::int64_t deferred_microbatches = 0;
   std::int64_t num_microbatches = 1;
   int group_size = 1;                   // microbatch_group_size_per_vp_stage
-  std::int64_t te_workspace_bytes = 0;     // one TE GEMM workspace on the job's GPU
-  std::int64_t torch_workspace_bytes = 0;  // one PyTorch cuBLAS workspace
+  WorkspaceRules workspaces;            // library GEMM workspaces (workspaces.h)
   bool with_explanations = true;        // EstimateOptions::with_explanations
 };
 

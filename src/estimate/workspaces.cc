@@ -77,30 +77,38 @@ std::string JobComputeCapability(const model::Job& job) {
   return found ? found->compute_capability : "";
 }
 
-RankWorkspaces ComputeRankWorkspaces(const model::Job& job, std::span<const ModelChunk> chunks,
-                                     const std::vector<bool>& moe_pattern, std::int64_t te_bytes,
-                                     std::int64_t torch_bytes) {
+WorkspaceRules MakeWorkspaceRules(const model::Job& job) {
   const auto& m = job.model;
+  const std::string cc = JobComputeCapability(job);
+  WorkspaceRules r;
+  r.te_bytes = TeGemmWorkspaceBytes(cc);
+  r.torch_bytes = TorchCublasWorkspaceBytes(cc, job.memtune.env);
+  const bool local_spec = m.transformer_impl == "local";
+  r.te_layers = !local_spec;
+  r.torch_layers = local_spec || model::CoreAttentionOf(m) != model::CoreAttention::kFused;
+  r.userbuffers = m.tp_comm_overlap;
+  r.grouped_experts = m.num_moe_experts.has_value() && m.moe_grouped_gemm;
+  return r;
+}
+
+RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
+                                     const std::vector<bool>& moe_pattern) {
   bool layers = false, moe = false, output = false;
   for (const ModelChunk& c : chunks) {
     layers = layers || c.num_layers + c.num_mtp_layers > 0;
     output = output || c.has_output;
     const int end = std::min(c.first_layer + c.num_layers, static_cast<int>(moe_pattern.size()));
     for (int i = c.first_layer; i < end && !moe; ++i) moe = moe_pattern[i];
-    if (c.num_mtp_layers > 0 && m.num_moe_experts) moe = true;  // MTP blocks are MoE layers too
+    if (c.num_mtp_layers > 0 && !moe_pattern.empty()) moe = true;  // MTP blocks are MoE too
   }
-  const model::CoreAttention core = model::CoreAttentionOf(m);
-  const bool local_spec = m.transformer_impl == "local";
   RankWorkspaces w;
-  if (layers && !local_spec) {
+  if (layers && rules.te_layers) {
     int count = 1;
-    if (m.tp_comm_overlap) count += 3;
-    if (moe && m.moe_grouped_gemm) count += 4;
-    w.te = count * te_bytes;
+    if (rules.userbuffers) count += 3;
+    if (moe && rules.grouped_experts) count += 4;
+    w.te = count * rules.te_bytes;
   }
-  const bool torch_gemms =
-      output || moe || (layers && (local_spec || core != model::CoreAttention::kFused));
-  if (torch_gemms) w.torch = 2 * torch_bytes;
+  if (output || moe || (layers && rules.torch_layers)) w.torch = 2 * rules.torch_bytes;
   return w;
 }
 

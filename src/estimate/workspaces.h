@@ -43,9 +43,18 @@ struct RankWorkspaces {
 //   GEMMs uses two threads, the Python thread and the autograd engine's device thread: the
 //   output layer (MCore ColumnParallelLinear), a MoE router, unfused attention's bmm, or
 //   every linear of the local layer spec.
+// The job-level part of those rules, resolved once per job.
+struct WorkspaceRules {
+  std::int64_t te_bytes = 0, torch_bytes = 0;  // one workspace of each
+  bool te_layers = true;         // layers on a Transformer Engine spec (not the local spec)
+  bool torch_layers = false;     // every layer runs torch GEMMs (unfused attention, local spec)
+  bool userbuffers = false;      // tp_comm_overlap
+  bool grouped_experts = false;  // MoE with moe_grouped_gemm
+};
+WorkspaceRules MakeWorkspaceRules(const model::Job& job);
+
 // `moe_pattern`: model::MoeLayerPattern (true = MoE layer), empty for dense models.
-RankWorkspaces ComputeRankWorkspaces(const model::Job& job, std::span<const ModelChunk> chunks,
-                                     const std::vector<bool>& moe_pattern, std::int64_t te_bytes,
-                                     std::int64_t torch_bytes);
+RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
+                                     const std::vector<bool>& moe_pattern);
 
 }  // namespace memtune::estimate::internal

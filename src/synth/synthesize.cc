@@ -169,9 +169,8 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
   plan->ranks.resize(stages.size());
   for (const auto& stage : stages) {
     RankPlan& rank = plan->ranks[stage.pp_rank];
-    rank.workspaces = est::ComputeRankWorkspaces(job, stage.chunks, plan->facts.params.moe_pattern,
-                                                 plan->facts.te_workspace_bytes,
-                                                 plan->facts.torch_workspace_bytes);
+    rank.workspaces = est::ComputeRankWorkspaces(plan->facts.workspaces, stage.chunks,
+                                                 plan->facts.params.moe_pattern);
     for (const auto& chunk : stage.chunks) {
       ChunkPlan cp;
       cp.layers = PlanLayers(m, *plan, chunk);

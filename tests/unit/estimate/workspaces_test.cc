@@ -37,34 +37,41 @@ TEST(WorkspacesTest, TorchWorkspaceFollowsCublasWorkspaceConfig) {
   EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":x:8"}}), 32 * kMiB);
 }
 
+// Rules with one TE workspace of 100 B and one torch workspace of 10 B.
+RankWorkspaces Compute(const model::Job& job, const std::vector<ModelChunk>& chunks,
+                       const std::vector<bool>& moe_pattern) {
+  WorkspaceRules rules = MakeWorkspaceRules(job);
+  rules.te_bytes = 100;
+  rules.torch_bytes = 10;
+  return ComputeRankWorkspaces(rules, chunks, moe_pattern);
+}
+
 TEST(WorkspacesTest, WhichRanksHoldWhich) {
   auto job = TinyJob();
   const std::vector<bool> dense;
   const ModelChunk first{0, 0, 1, true, false, 0}, last{0, 1, 1, false, true, 0};
   const ModelChunk empty{0, 2, 0, false, false, 0};
   // A dense TE stage without the output layer runs no torch GEMM.
-  auto w = ComputeRankWorkspaces(job, std::vector<ModelChunk>{first}, dense, 100, 10);
+  auto w = Compute(job, {first}, dense);
   EXPECT_EQ(w.te, 100);
   EXPECT_EQ(w.torch, 0);
   // The output layer's GEMMs run in the Python thread (forward) and the autograd thread.
-  w = ComputeRankWorkspaces(job, std::vector<ModelChunk>{last}, dense, 100, 10);
-  EXPECT_EQ(w.torch, 20);
-  EXPECT_EQ(ComputeRankWorkspaces(job, std::vector<ModelChunk>{empty}, dense, 100, 10).te, 0);
+  EXPECT_EQ(Compute(job, {last}, dense).torch, 20);
+  EXPECT_EQ(Compute(job, {empty}, dense).te, 0);
   job.model.tp_comm_overlap = true;  // three userbuffers workspaces more
-  EXPECT_EQ(ComputeRankWorkspaces(job, std::vector<ModelChunk>{first}, dense, 100, 10).te, 400);
+  EXPECT_EQ(Compute(job, {first}, dense).te, 400);
   job.model.tp_comm_overlap = false;
   job.model.num_moe_experts = 4;
   job.model.moe_grouped_gemm = true;  // four grouped-GEMM streams, and the router's GEMMs
-  w = ComputeRankWorkspaces(job, std::vector<ModelChunk>{first}, {false, true}, 100, 10);
-  EXPECT_EQ(w.te, 100);  // layer 0 is dense
-  w = ComputeRankWorkspaces(job, std::vector<ModelChunk>{last}, {false, true}, 100, 10);
+  EXPECT_EQ(Compute(job, {first}, {false, true}).te, 100);  // layer 0 is dense
+  w = Compute(job, {last}, {false, true});
   EXPECT_EQ(w.te, 500);
   EXPECT_EQ(w.torch, 20);
   job = TinyJob();
   job.model.attention_backend = "unfused";  // bmm in forward and backward
-  EXPECT_EQ(ComputeRankWorkspaces(job, std::vector<ModelChunk>{first}, dense, 100, 10).torch, 20);
+  EXPECT_EQ(Compute(job, {first}, dense).torch, 20);
   job.model.transformer_impl = "local";  // no TE modules at all
-  w = ComputeRankWorkspaces(job, std::vector<ModelChunk>{first}, dense, 100, 10);
+  w = Compute(job, {first}, dense);
   EXPECT_EQ(w.te, 0);
   EXPECT_EQ(w.torch, 20);
 }
