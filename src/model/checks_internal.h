@@ -38,6 +38,7 @@ struct Rule {
 // The per-area tables, in the order CheckJob runs them.
 std::span<const Rule> LayoutRules();     // checks_layout.cc
 std::span<const Rule> HeadsRules();      // checks_heads.cc
+std::span<const Rule> AttentionRules();  // checks_attention.cc
 std::span<const Rule> PipelineRules();   // checks_pipeline.cc
 std::span<const Rule> MoeRules();        // checks_moe.cc
 std::span<const Rule> RecomputeRules();  // checks_recompute.cc

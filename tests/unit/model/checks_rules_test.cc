@@ -198,6 +198,15 @@ const std::map<std::string, FailingCase>& Cases() {
          j.model.cpu_offloading = true;
          j.model.cuda_graph_impl = "local";
        }}},
+      {"attention.local-needs-local-spec", {[](Job& j) { j.model.attention_backend = "local"; }}},
+      {"attention.unfused-cp", {[](Job& j) {
+         j.model.attention_backend = "unfused";
+         j.model.context_parallel_size = 2;
+       }}},
+      {"attention.unfused-scores", {[](Job& j) {
+         j.model.attention_backend = "unfused";
+         j.model.seq_length = 65536;
+       }}},
       {"offload.nothing-offloaded", {[](Job& j) { j.model.cpu_offloading = true; }}},
       {"offload.fine-grained-exclusive", {[](Job& j) {
          j.model.cpu_offloading = true;

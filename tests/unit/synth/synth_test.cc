@@ -154,6 +154,7 @@ TEST(SynthTest, InvariantsUnfusedAttention) {
   for (const char* impl : {"unfused", "local"}) {
     auto job = Llama70BJob();
     job.model.attention_backend = impl;
+    if (std::string(impl) == "local") job.model.transformer_impl = "local";
     CheckInvariants(job);
     // The scores' forward transients can lift the trace above the estimator by at most one
     // score-sized tensor (docs/estimator.md, relationship 4).
