@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "memtune/core/units.h"
 #include "memtune/model/gpu_catalog.h"
 #include "memtune/model/parameters.h"
 
@@ -39,7 +40,10 @@ std::optional<std::int64_t> ParseWorkspaceConfig(std::string_view config) {
     if (ec1 != std::errc() || q == p || q == end || *q != ':') { ++at; continue; }
     auto [r, ec2] = std::from_chars(q + 1, end, count);
     if (ec2 != std::errc() || r == q + 1) { ++at; continue; }
-    if (size > 0 && count > 0 && size < (std::int64_t{1} << 40) && count < (1 << 20)) {
+    // (A workspace beyond a device's memory is no workspace: such a pair is skipped, and the
+    // sum stays within kMaxDeviceBytes, so nothing overflows.)
+    if (size > 0 && count > 0 && size <= kMaxDeviceBytes / 1024 / count &&
+        total <= kMaxDeviceBytes - size * 1024 * count) {
       total += size * 1024 * count;
       any = true;
     }

@@ -35,6 +35,11 @@ TEST(WorkspacesTest, TorchWorkspaceFollowsCublasWorkspaceConfig) {
   // Unparsable: PyTorch warns and keeps its default.
   EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", "garbage"}}), 32 * kMiB);
   EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":x:8"}}), 32 * kMiB);
+  // Absurd sizes neither overflow nor count (PyTorch could not allocate them).
+  EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":999999999999999:999999"}}),
+            32 * kMiB);
+  EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":99999999999999999999:8"}}),
+            32 * kMiB);
 }
 
 // Rules with one TE workspace of 100 B and one torch workspace of 10 B.
