@@ -32,6 +32,21 @@ Status CheckSupported(const model::Job& job) {
     return Unsupported("model.cuda_graph_impl",
                        "full_iteration CUDA graphs keep a private pool per graph; not modelled");
   }
+  // Unfused attention's [b, heads, s, s] scores grow with s^2: past any device's memory the
+  // byte counts would overflow, so such a job is refused here (in floating point).
+  if (model::CoreAttentionOf(m) != model::CoreAttention::kFused) {
+    const double s = static_cast<double>(m.seq_length) / std::max(1, m.context_parallel_size);
+    const double scores = 8.0 * static_cast<double>(job.train.micro_batch_size) *
+                          static_cast<double>(m.num_attention_heads) * s * s;
+    if (scores > static_cast<double>(kMaxDeviceBytes)) {
+      return InvalidConfig("model.seq_length",
+                           "unfused attention at seq_length " + std::to_string(m.seq_length) +
+                               " keeps a softmax of " + FormatGB(static_cast<std::int64_t>(
+                                                            std::min(scores, 9.0e18))) +
+                               " per layer, beyond any device",
+                           "use attention_backend: auto (flash or fused attention)");
+    }
+  }
   return OkStatus();
 }
 

@@ -55,6 +55,17 @@ TEST(RefuseTest, SizesBeyondInt64ArithmeticAreRefusedNotWrapped) {
   EXPECT_TRUE(EstimateMemory(job)) << "a 1M-token sequence must still be estimated";
 }
 
+TEST(RefuseTest, UnfusedAttentionBeyondAnyDeviceIsRefusedNotWrapped) {
+  model::Job job = Llama70BJob();
+  job.model.attention_backend = "unfused";
+  job.model.seq_length = 100'000'000;  // 8 x 64 heads x (1e8)^2 bytes: beyond 1 PiB
+  auto e = EstimateMemory(job);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().field, "model.seq_length");
+  job.model.seq_length = 32768;  // 34 GB per layer and micro-batch: estimated
+  EXPECT_TRUE(EstimateMemory(job)) << "a large but real softmax is estimated";
+}
+
 TEST(RefuseTest, NonStructuralErrorsDoNotBlockTheEstimate) {
   // CUDA graphs + expandable segments without NCCL_GRAPH_REGISTER=0 is an upstream error
   // that does not change the arithmetic: the estimate still runs; `check` reports it.
