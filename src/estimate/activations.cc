@@ -97,8 +97,11 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
   a[kLn1Output] = c.frozen_base ? 0 : gemm_in * hid;
   const std::int64_t q = c.q_width / c.tp;
   if (c.mla) {
-    // MCore multi_latent_attention.py: q, k (nope+rope) and v per local head.
-    a[kAttnQkv] = act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
+    // MCore multi_latent_attention.py: q, k (nope+rope) and v per local head. With
+    // mla_up_proj recompute they come from a CheckpointWithoutOutput whose
+    // discard_output_and_register_recompute frees their storage once core attention has
+    // run, although core attention saved them: recomputed in backward.
+    a[kAttnQkv] = c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
     a[kAttnMlaLatent] = act * (c.mla_q_rank + c.mla_kv_rank);
     a[kAttnMlaUp] = c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
   } else {
