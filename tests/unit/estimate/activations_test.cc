@@ -283,5 +283,22 @@ TEST(ActivationsTest, FineGrainedOffloadingMovesTheListedModulesTensors) {
   job.model.fine_grained_activation_offloading = false;  // the list alone does nothing
   EXPECT_EQ(SumBytes(OffloadedTensors(MakeActContext(job), false, kept)), 0);
 }
+
+TEST(ActivationsTest, MlaUpProjRecomputeFreesTheCoreAttentionsQkv) {
+  auto job = TinyJob();
+  job.model.multi_latent_attention = true;
+  job.model.kv_lora_rank = 4;
+  job.model.qk_head_dim = 4;
+  job.model.qk_pos_emb_head_dim = 2;
+  job.model.v_head_dim = 4;
+  // Per token: 2 heads x (2 x (4 + 2) + 4) = 32 elements of q, k, v, 2 B each.
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * 32 * 4);
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"mla_up_proj"};
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kAttnQkv], 0);
+  EXPECT_EQ(a[kAttnMlaUp], 0);
+  EXPECT_GT(a[kAttnMlaLatent], 0);  // the checkpoint's inputs stay
+}
 }  // namespace
 }  // namespace memtune::estimate::internal
