@@ -44,6 +44,8 @@ void AddState(const Fsdp2Facts& f, bool explain, Parts& parts) {
       explain);
   Add(parts, "buffers", 8 * f.seq_length * (f.head_dim / 2), ComponentKind::kParameters,
       "freqs_cis: complex64 RoPE table (max_seq_len, head_dim / 2), replicated", explain);
+  Add(parts, "ws.torch_cublas", f.torch_workspace_bytes, ComponentKind::kParameters,
+      "PyTorch cuBLAS workspaces of the forward and autograd threads' GEMMs", explain);
 }
 
 std::int64_t GradBytes(const Fsdp2Facts& f) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "memtune/model/parameters.h"
+#include "workspaces.h"
 
 namespace memtune::estimate::internal {
 namespace {
@@ -259,6 +260,7 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
                              std::to_string(world) + " / " + std::to_string(model_ranks));
   }
   f.replicate = world / (dp_shard * model_ranks);
+  f.torch_workspace_bytes = 2 * TorchCublasWorkspaceBytes(JobComputeCapability(job), job.memtune.env);
   f.layers = static_cast<int>(m.num_layers);
   f.compile = cfg.compile;
   f.compile_loss = cfg.compile_loss;

@@ -55,6 +55,9 @@ struct Fsdp2Facts {
   std::int64_t hidden = 0, q_local = 0, kv_local = 0, heads_local = 0, ffn_local = 0;
   bool repeat_kv = false;
   std::int64_t seq_length = 0, head_dim = 0;
+  // PyTorch cuBLAS workspaces: every GEMM is a torch GEMM, run by the Python thread
+  // (forward) and the autograd engine's thread (backward): two (workspaces.h).
+  std::int64_t torch_workspace_bytes = 0;
   bool loss_parallel = false;       // TP > 1: torchtitan's loss_parallel (DTensor handlers)
 
   std::vector<Fsdp2Param> block_params;  // one transformer block

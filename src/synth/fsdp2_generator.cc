@@ -58,6 +58,8 @@ void Fsdp2Generator::Startup() {
   HandleId first = Alloc(freqs_bytes, "freqs_cis");
   persistent_freqs_ = Alloc(freqs_bytes, "freqs_cis");
   Free(first);
+  // (Created at the first forward and backward GEMMs; persistent, so allocated here.)
+  Alloc(f_.torch_workspace_bytes, "ws.torch_cublas");
 }
 
 // FSDPParamGroup.unshard + wait_for_unshard: the flat all-gather output (padded unsharded
