@@ -83,7 +83,7 @@ std::int64_t AttentionQkvWidth(const ActContext& c) {
   const std::int64_t q = c.q_width / c.tp, kv = c.kv_width_per_rank, mixed = q + 2 * kv;
   const std::int64_t as_given = (c.rope || c.gqa ? q : 0) + (c.rope ? kv : 0) + mixed;
   if (c.recompute_core_attn) return as_given;
-  if (c.unfused_attn && c.gqa_repeat) return 3 * q;
+  if (c.unfused_attn && c.gqa) return 3 * q;
   if (c.local_attn) return as_given;
   return mixed;
 }
@@ -218,8 +218,6 @@ void FillUnfusedAttention(const model::Job& job, ActContext& c) {
   c.unfused_attn = true;
   c.local_attn = core == model::CoreAttention::kLocal;
   c.seq_k = m.seq_length / std::max(1, m.context_parallel_size);
-  const std::int64_t groups = model::EffectiveQueryGroups(m);
-  c.gqa_repeat = !c.mla && m.num_attention_heads / std::max<std::int64_t>(1, groups) > 1;
   const bool kernel = SoftmaxKernelRuns(job, c, c.local_attn);
   const bool fp32_softmax =
       !kernel && c.act_bytes == 2 && (!c.local_attn || m.attention_softmax_in_fp32);

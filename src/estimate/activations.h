@@ -14,7 +14,7 @@ namespace memtune::estimate::internal {
 enum ActTensor : int {
   kLn1Input,         // layer input (residual), saved for the input-norm backward
   kLn1Output,        // input-norm output = linear_qkv GEMM input, saved for its wgrad
-  kAttnQkv,          // q, k after RoPE + the linear_qkv output kept alive by the v view
+  kAttnQkv,          // q, k, v core attention saves (activations.cc AttentionQkvWidth)
   kAttnOut,          // attention output = linear_proj GEMM input
   kAttnSoftmaxStats, // fused-attention softmax statistics (fp32)
   kAttnProbs,        // unfused attention: softmax output(s), [b, heads, sq, sk]
@@ -74,9 +74,9 @@ struct ActContext {
   // bytes saved per attention-score element by the softmax, and by the attention dropout.
   bool unfused_attn = false;
   bool local_attn = false;            // MCore DotProductAttention (its persistent score buffer)
-  bool gqa_repeat = false;            // unfused: k and v repeated to every query head
   bool rope = false;                  // RoPE rotates q and k into new tensors
-  bool gqa = false;                   // fewer KV groups than heads (q is a reshape copy)
+  bool gqa = false;                   // fewer KV groups than heads (q is a reshape copy;
+                                      // unfused attention repeats k and v to every head)
   std::int64_t seq_k = 0;             // keys each query attends to (s / CP)
   int probs_bytes = 0, probs_dropout_bytes = 0;
   bool fp8 = false;             // fp8 GEMM inputs (TE) for fp8 layers

@@ -35,15 +35,7 @@ struct RankWorkspaces {
   std::int64_t torch = 0;  // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
 };
 
-// The workspaces of the pipeline rank built from `chunks`:
-// - TE (any layer on a Transformer Engine layer spec): one general workspace; three more
-//   for userbuffers GEMMs with tp_comm_overlap (gemm.py _NUM_MAX_UB_STREAMS); four more for
-//   grouped expert GEMMs (moe_grouped_gemm; common/util/multi_stream.cpp: 4 streams).
-// - PyTorch: one per (thread, stream), and a rank whose forward and backward both run torch
-//   GEMMs uses two threads, the Python thread and the autograd engine's device thread: the
-//   output layer (MCore ColumnParallelLinear), a MoE router, unfused attention's bmm, or
-//   every linear of the local layer spec.
-// The job-level part of those rules, resolved once per job.
+// The job-level part of the rules below (ComputeRankWorkspaces), resolved once per job.
 struct WorkspaceRules {
   std::int64_t te_bytes = 0, torch_bytes = 0;  // one workspace of each
   bool te_layers = true;         // layers on a Transformer Engine spec (not the local spec)
@@ -53,6 +45,14 @@ struct WorkspaceRules {
 };
 WorkspaceRules MakeWorkspaceRules(const model::Job& job);
 
+// The workspaces of the pipeline rank built from `chunks`:
+// - TE (any layer on a Transformer Engine layer spec): one general workspace; three more
+//   for userbuffers GEMMs with tp_comm_overlap (gemm.py _NUM_MAX_UB_STREAMS); four more for
+//   grouped expert GEMMs (moe_grouped_gemm; common/util/multi_stream.cpp: 4 streams).
+// - PyTorch: one per (thread, stream), and a rank whose forward and backward both run torch
+//   GEMMs uses two threads, the Python thread and the autograd engine's device thread: the
+//   output layer (MCore ColumnParallelLinear), a MoE router, unfused attention's bmm, or
+//   every linear of the local layer spec.
 // `moe_pattern`: model::MoeLayerPattern (true = MoE layer), empty for dense models.
 RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
                                      const std::vector<bool>& moe_pattern);

@@ -49,7 +49,7 @@ LayerSizes MakeLayerSizes(const est::ActContext& ctx, bool moe, bool fp8) {
   z.bwd = est::LayerBackwardTransients(ctx, moe, fp8);
   z.attn_bwd = est::LayerAttentionBackwardTransients(ctx, fp8);
   z.offloaded = est::OffloadedTensors(ctx, moe, z.kept);
-  if (!ctx.mla && !(ctx.unfused_attn && ctx.gqa_repeat)) {
+  if (!ctx.mla && !(ctx.unfused_attn && ctx.gqa)) {
     // activations.h kAttnQkv: q, k and the rest (v, or the linear_qkv output a saved v view
     // keeps alive): split it so the trace names each.
     z.q_bytes = ctx.act_bytes * ctx.q_width / ctx.tp * ctx.tokens;
