@@ -202,7 +202,7 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   }
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
   f.with_explanations = options.with_explanations;
-  f.workspaces = MakeWorkspaceRules(job);
+  f.workspaces = MakeWorkspaceRules(job, f.act);
   return f;
 }
 
@@ -215,10 +215,10 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   r.layers = NumLayers(stage);
   const RankParams params = CountRankParams(job, f.params, stage, p);
   ModelStateBytes state = ComputeModelState(state_rules, params);
-  if (r.layers > 0) state.attn_score_buffer = LocalAttentionScoreBuffer(f.act);
   const RankWorkspaces ws = ComputeRankWorkspaces(f.workspaces, stage, f.params.moe_pattern);
   state.te_workspace = ws.te;
   state.torch_workspace = ws.torch;
+  state.attn_score_buffer = ws.attn_scores;
   std::array<int, 32> live_inline;  // chunks per rank: VPP, rarely above 32
   std::vector<int> live_heap;
   std::span<int> live(live_inline.data(), std::min<std::size_t>(chunks, live_inline.size()));

@@ -81,7 +81,7 @@ std::string JobComputeCapability(const model::Job& job) {
   return found ? found->compute_capability : "";
 }
 
-WorkspaceRules MakeWorkspaceRules(const model::Job& job) {
+WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act) {
   const auto& m = job.model;
   const std::string cc = JobComputeCapability(job);
   WorkspaceRules r;
@@ -92,6 +92,7 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job) {
   r.torch_layers = local_spec || model::CoreAttentionOf(m) != model::CoreAttention::kFused;
   r.userbuffers = m.tp_comm_overlap;
   r.grouped_experts = m.num_moe_experts.has_value() && m.moe_grouped_gemm;
+  r.attn_scores_bytes = LocalAttentionScoreBuffer(act);
   return r;
 }
 
@@ -113,6 +114,7 @@ RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<cons
     w.te = count * rules.te_bytes;
   }
   if (output || moe || (layers && rules.torch_layers)) w.torch = 2 * rules.torch_bytes;
+  if (layers) w.attn_scores = rules.attn_scores_bytes;
   return w;
 }
 

@@ -1,6 +1,7 @@
-// Library GEMM workspaces a training rank keeps allocated through PyTorch's caching
-// allocator (so they count in max_allocated), sized from the GPU and the launch
-// environment (private to the estimator; docs/estimator.md "Library workspaces").
+// Library GEMM workspaces, and MCore local attention's score buffer, that a training rank
+// keeps allocated through PyTorch's caching allocator from their first use on (so they count
+// in max_allocated), sized from the GPU, the launch environment and the job (private to the
+// estimator; docs/estimator.md "Library workspaces").
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
+#include "activations.h"
 
 namespace memtune::estimate::internal {
 
@@ -33,6 +35,7 @@ std::string JobComputeCapability(const model::Job& job);
 struct RankWorkspaces {
   std::int64_t te = 0;     // Transformer Engine GEMM workspaces
   std::int64_t torch = 0;  // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
+  std::int64_t attn_scores = 0;  // MCore local attention's global score buffer
 };
 
 // The job-level part of the rules below (ComputeRankWorkspaces), resolved once per job.
@@ -42,8 +45,10 @@ struct WorkspaceRules {
   bool torch_layers = false;     // every layer runs torch GEMMs (unfused attention, local spec)
   bool userbuffers = false;      // tp_comm_overlap
   bool grouped_experts = false;  // MoE with moe_grouped_gemm
+  std::int64_t attn_scores_bytes = 0;  // LocalAttentionScoreBuffer (0 unless local attention)
 };
-WorkspaceRules MakeWorkspaceRules(const model::Job& job);
+// `act`: MakeActContext(job).
+WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act);
 
 // The workspaces of the pipeline rank built from `chunks`:
 // - TE (any layer on a Transformer Engine layer spec): one general workspace; three more
@@ -53,6 +58,8 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job);
 //   GEMMs uses two threads, the Python thread and the autograd engine's device thread: the
 //   output layer (MCore ColumnParallelLinear), a MoE router, unfused attention's bmm, or
 //   every linear of the local layer spec.
+// - MCore local attention (DotProductAttention): the global memory buffer its scores GEMM
+//   writes into, one per rank with layers (activations.h LocalAttentionScoreBuffer).
 // `moe_pattern`: model::MoeLayerPattern (true = MoE layer), empty for dense models.
 RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
                                      const std::vector<bool>& moe_pattern);

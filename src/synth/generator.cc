@@ -289,13 +289,10 @@ void Generator::Startup() {
       Alloc(u.bytes.buffers, "param.buffer");
     }
   }
-  bool has_layers = false;
-  for (const ChunkPlan& chunk : rank_.chunks) has_layers = has_layers || !chunk.layers.empty();
   label_.chunk = 0;
   label_.layer = -1;
-  // (Created at the first forward; persistent, so allocated here with the model state.)
-  if (has_layers) Alloc(LocalAttentionScoreBuffer(plan_.facts.act), "buf.attn_scores");
-  // (Created at the first GEMM of their kind; persistent, so allocated here.)
+  // (Created at the first forward or GEMM of their kind; persistent, so allocated here.)
+  Alloc(rank_.workspaces.attn_scores, "buf.attn_scores");
   Alloc(rank_.workspaces.te, "ws.te_gemm");
   Alloc(rank_.workspaces.torch, "ws.torch_cublas");
   for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {  // one DDP wrapper per chunk

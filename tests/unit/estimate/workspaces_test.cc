@@ -42,12 +42,14 @@ TEST(WorkspacesTest, TorchWorkspaceFollowsCublasWorkspaceConfig) {
             32 * kMiB);
 }
 
-// Rules with one TE workspace of 100 B and one torch workspace of 10 B.
+// Rules with one TE workspace of 100 B, one torch workspace of 10 B and, for local
+// attention, a score buffer of 1000 B.
 RankWorkspaces Compute(const model::Job& job, const std::vector<ModelChunk>& chunks,
                        const std::vector<bool>& moe_pattern) {
-  WorkspaceRules rules = MakeWorkspaceRules(job);
+  WorkspaceRules rules = MakeWorkspaceRules(job, MakeActContext(job));
   rules.te_bytes = 100;
   rules.torch_bytes = 10;
+  if (rules.attn_scores_bytes > 0) rules.attn_scores_bytes = 1000;
   return ComputeRankWorkspaces(rules, chunks, moe_pattern);
 }
 
@@ -60,6 +62,7 @@ TEST(WorkspacesTest, WhichRanksHoldWhich) {
   auto w = Compute(job, {first}, dense);
   EXPECT_EQ(w.te, 100);
   EXPECT_EQ(w.torch, 0);
+  EXPECT_EQ(w.attn_scores, 0);  // fused attention keeps no score buffer
   // The output layer's GEMMs run in the Python thread (forward) and the autograd thread.
   EXPECT_EQ(Compute(job, {last}, dense).torch, 20);
   EXPECT_EQ(Compute(job, {empty}, dense).te, 0);
@@ -79,6 +82,8 @@ TEST(WorkspacesTest, WhichRanksHoldWhich) {
   w = Compute(job, {first}, dense);
   EXPECT_EQ(w.te, 0);
   EXPECT_EQ(w.torch, 20);
+  EXPECT_EQ(w.attn_scores, 1000);  // the local core attention's score buffer
+  EXPECT_EQ(Compute(job, {empty}, dense).attn_scores, 0);  // no layers, no attention
 }
 
 }  // namespace
