@@ -117,12 +117,12 @@ void PushModelState(ComponentList& push, const ModelStateBytes& s) {
   push("params.fp8_t", s.fp8_transpose, ComponentKind::kParameters,
        "fp8 transposed copies (Hopper) or TE's cached fp8 weights when params are not fp8");
   push("buffers", s.buffers, ComponentKind::kParameters, "persistent fp32 buffers (router expert bias)");
-  push("buf.attn_scores", s.attn_score_buffer, ComponentKind::kActivations,
+  push("buf.attn_scores", s.attn_score_buffer, ComponentKind::kParameters,
        "MCore local attention's persistent global buffer the scores GEMM is handed (one "
        "[b, heads, s, s] tensor per rank)");
-  push("ws.te_gemm", s.te_workspace, ComponentKind::kTransient,
+  push("ws.te_gemm", s.te_workspace, ComponentKind::kParameters,
        "Transformer Engine cuBLAS workspaces (general; userbuffers; grouped expert GEMMs)");
-  push("ws.torch_cublas", s.torch_workspace, ComponentKind::kTransient,
+  push("ws.torch_cublas", s.torch_workspace, ComponentKind::kParameters,
        "PyTorch cuBLAS workspaces of the forward and autograd threads' torch GEMMs");
   push("grads", s.grads, ComponentKind::kGradients,
        "DDP gradient buffer of requires_grad parameters (fp32 if grad_reduce_in_fp32)");

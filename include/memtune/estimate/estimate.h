@@ -22,7 +22,10 @@ const char* ModeName(Mode mode);
 // Parses a mode name; kInvalidInput naming `field` with the allowed names otherwise.
 Result<Mode> ParseMode(std::string_view name, std::string_view field);
 
-// What a component's bytes are: model state, activations, transient workspace.
+// What a component's bytes are: model state (kParameters, kGradients, kOptimizer; summed in
+// RankEstimate::model_state_bytes), activations (kActivations, kLogits; activation_bytes) or
+// a transient working set (kTransient; transient_bytes). kParameters also holds the other
+// persistent per-rank state: buffers, library workspaces, MCore's score buffer.
 enum class ComponentKind { kParameters, kGradients, kOptimizer, kActivations, kLogits, kTransient };
 
 // One named part of a rank's allocated memory.

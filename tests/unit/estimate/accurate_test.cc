@@ -28,6 +28,31 @@ TEST(AccurateTest, ComponentsSumToAllocated) {
   }
 }
 
+// Each component's kind puts it in one of the rank's totals: a JSON reader summing by kind
+// gets the model state, activations and transients the summary prints.
+TEST(AccurateTest, ComponentKindsSumToTheirTotals) {
+  auto local = Llama70BJob();
+  local.model.transformer_impl = "local";  // + MCore local attention's score buffer
+  for (const auto& job : {Llama70BJob(), local}) {
+    auto e = EstimateMemory(job);
+    ASSERT_TRUE(e) << e.error().Describe();
+    for (const auto& r : e->ranks) {
+      std::int64_t state = 0, activations = 0, transient = 0;
+      for (const auto& c : r.components) {
+        switch (c.kind) {
+          case ComponentKind::kParameters: case ComponentKind::kGradients:
+          case ComponentKind::kOptimizer: state += c.bytes; break;
+          case ComponentKind::kActivations: case ComponentKind::kLogits: activations += c.bytes; break;
+          case ComponentKind::kTransient: transient += c.bytes; break;
+        }
+      }
+      EXPECT_EQ(state, r.model_state_bytes) << job.model.transformer_impl << " rank " << r.pp_rank;
+      EXPECT_EQ(activations, r.activation_bytes) << job.model.transformer_impl << " rank " << r.pp_rank;
+      EXPECT_EQ(transient, r.transient_bytes) << job.model.transformer_impl << " rank " << r.pp_rank;
+    }
+  }
+}
+
 TEST(AccurateTest, Llama70BScheduleAndPeakRank) {
   auto e = EstimateMemory(Llama70BJob());
   ASSERT_TRUE(e);
