@@ -27,7 +27,7 @@ HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) { return emit_
 
 void Generator::Free(HandleId h) { emit_.Free(h); }
 
-void Generator::Save(LayerRec& rec, int t, const LayerSizes& z, std::vector<HandleId>& dropped) {
+void Generator::AllocSaved(LayerRec& rec, int t, const LayerSizes& z) {
   const char* name = ActTensorName(static_cast<ActTensor>(t));
   if (t == kAttnQkv && z.q_bytes > 0) {
     // attention.py: the linear_qkv output (v is a view of it), then q and k after RoPE.
@@ -37,7 +37,11 @@ void Generator::Save(LayerRec& rec, int t, const LayerSizes& z, std::vector<Hand
   } else {
     rec.saved[t] = Alloc(z.kept[t], name);
   }
-  if (z.dropped[t] > 0) dropped.push_back(Alloc(z.dropped[t], name));
+}
+
+void Generator::Save(LayerRec& rec, int t, const LayerSizes& z, std::vector<HandleId>& dropped) {
+  AllocSaved(rec, t, z);
+  if (z.dropped[t] > 0) dropped.push_back(Alloc(z.dropped[t], ActTensorName(static_cast<ActTensor>(t))));
 }
 
 void Generator::FreeSaved(LayerRec& rec, int slot) {
@@ -109,16 +113,17 @@ HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId in
   Free(fc2);
   Free(fc2_rs);
   for (HandleId h : dropped) Free(h);
-  // Fine-grained offloading: the offloaded tensors' device copies go once copied out.
-  for (int t = 0; t < kNumActTensors; ++t) {
-    if (z.offloaded[t] == 0 || lp.keep != LayerKeep::kAll) continue;
-    FreeSaved(rec, t);
-    if (t == kAttnQkv) {
-      FreeSaved(rec, kSlotQ);
-      FreeSaved(rec, kSlotK);
+  if (lp.keep == LayerKeep::kAll) {
+    // Fine-grained offloading: the offloaded tensors' device copies go once copied out.
+    for (int t = 0; t < kNumActTensors; ++t) {
+      if (z.offloaded[t] == 0) continue;
+      FreeSaved(rec, t);
+      if (t == kAttnQkv) {
+        FreeSaved(rec, kSlotQ);
+        FreeSaved(rec, kSlotK);
+      }
     }
-  }
-  if (lp.keep != LayerKeep::kAll) {
+  } else {
     const int first = lp.keep == LayerKeep::kCheckpointInput ? kLn1Output : kLn1Input;
     for (int s = first; s < kSlots; ++s) FreeSaved(rec, s);
   }
@@ -137,10 +142,7 @@ HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId g
   label_.phase = phase;
   // Fine-grained offloading: reloaded for this layer's backward.
   for (int t = 0; t < kNumActTensors; ++t) {
-    if (z.offloaded[t] == 0 || rec.saved[t] != kNone) continue;
-    std::vector<HandleId> unused;
-    Save(rec, t, z, unused);
-    for (HandleId h : unused) Free(h);
+    if (z.offloaded[t] > 0 && rec.saved[t] == kNone) AllocSaved(rec, t, z);
   }
   // MLP backward: its whole working set is live at once (LayerBackwardWorkspace).
   std::array<HandleId, kNumBwdTransients> w;

@@ -31,6 +31,9 @@ class Generator {
 
   alloc::HandleId Alloc(std::int64_t bytes, const char* tensor);
   void Free(alloc::HandleId handle);
+  // Allocates the part of `tensor` the layer keeps into its slot(s) of `rec`.
+  void AllocSaved(LayerRec& rec, int tensor, const LayerSizes& z);
+  // AllocSaved, and the part recompute drops (appended to `dropped`, freed after forward).
   void Save(LayerRec& rec, int tensor, const LayerSizes& z, std::vector<alloc::HandleId>& dropped);
   void FreeSaved(LayerRec& rec, int slot);
 

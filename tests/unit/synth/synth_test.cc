@@ -168,6 +168,33 @@ TEST(SynthTest, InvariantsUnfusedAttention) {
   }
 }
 
+// Fine-grained offloading: an offloaded tensor's device copy is freed at the end of its
+// layer's forward and allocated again (kept bytes only) before that layer's backward.
+TEST(SynthTest, OffloadedTensorsLeaveAfterForwardAndReloadForBackward) {
+  auto job = TinyJob();
+  job.model.fine_grained_activation_offloading = true;
+  job.model.offload_modules = {"qkv_linear", "attn_proj"};
+  CheckInvariants(job);
+  const auto ctx = estimate::internal::MakeActContext(job);
+  const auto kept = estimate::internal::LayerActivations(ctx, false, false);
+  const auto off = estimate::internal::OffloadedTensors(ctx, false, kept);
+  std::vector<std::string> freed, reloaded;
+  for (int t = 0; t < estimate::internal::kNumActTensors; ++t) {
+    if (off[t] == 0) continue;
+    const std::string name = estimate::internal::ActTensorName(static_cast<estimate::internal::ActTensor>(t));
+    // (Layer 0's input, act.ln1_input, is the embedding's output tensor.)
+    freed.push_back(t == estimate::internal::kLn1Input ? "free embedding.output" : "free " + name);
+    reloaded.push_back("alloc " + name + " " + std::to_string(kept[t]));
+  }
+  ASSERT_EQ(freed.size(), 3u);  // act.ln1_input, act.ln1_output and act.attn_out
+  const Recorder rec = Record(job, 0, true);
+  const auto forward = Lines(rec, Phase::kForward, 0, 0), backward = Lines(rec, Phase::kBackward, 0, 0);
+  ASSERT_GE(forward.size(), freed.size());
+  ASSERT_GE(backward.size(), reloaded.size());
+  EXPECT_EQ(std::vector<std::string>(forward.end() - freed.size(), forward.end()), freed);
+  EXPECT_EQ(std::vector<std::string>(backward.begin(), backward.begin() + reloaded.size()), reloaded);
+}
+
 TEST(SynthTest, RejectsZeroIterations) {
   SynthOptions options;
   options.iterations = 0;
