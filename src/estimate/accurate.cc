@@ -70,15 +70,7 @@ struct GpuFacts {
 Result<GpuFacts> LookUpGpu(const model::Job& job) {
   GpuFacts facts;
   if (!job.memtune.gpu.empty()) {
-    const model::GpuSpec* found = nullptr;
-    for (const auto& spec : model::AllGpus()) {  // exact catalog name: no copy, no folding
-      if (spec.name == job.memtune.gpu) found = &spec;
-    }
-    model::GpuSpec looked_up;
-    if (found == nullptr) {  // aliases, case and punctuation folding
-      MEMTUNE_TRY(looked_up, model::FindGpu(job.memtune.gpu));
-      found = &looked_up;
-    }
+    MEMTUNE_TRY(const model::GpuSpec* found, model::FindGpuEntry(job.memtune.gpu));
     facts.capacity_bytes = found->total_memory_bytes;
     facts.context_bytes = found->cuda_context_bytes;
     facts.fp8_transpose = NeedsFp8Transpose(found->name);

@@ -74,11 +74,8 @@ std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
 
 std::string JobComputeCapability(const model::Job& job) {
   if (job.memtune.gpu.empty()) return "";
-  for (const auto& spec : model::AllGpus()) {
-    if (spec.name == job.memtune.gpu) return spec.compute_capability;
-  }
-  auto found = model::FindGpu(job.memtune.gpu);
-  return found ? found->compute_capability : "";
+  auto found = model::FindGpuEntry(job.memtune.gpu);
+  return found ? (*found)->compute_capability : "";
 }
 
 WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act) {

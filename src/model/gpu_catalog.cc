@@ -74,12 +74,20 @@ const std::vector<GpuSpec>& AllGpus() {
 }
 
 Result<GpuSpec> FindGpu(std::string_view name) {
+  MEMTUNE_TRY(const GpuSpec* gpu, FindGpuEntry(name));
+  return *gpu;
+}
+
+Result<const GpuSpec*> FindGpuEntry(std::string_view name) {
+  for (const GpuSpec& gpu : AllGpus()) {
+    if (gpu.name == name) return &gpu;
+  }
   const std::string key = Normalize(name);
   std::vector<std::string> names;
   for (const GpuSpec& gpu : AllGpus()) {
-    if (Normalize(gpu.name) == key) return gpu;
+    if (Normalize(gpu.name) == key) return &gpu;
     for (const std::string& alias : gpu.aliases) {
-      if (Normalize(alias) == key) return gpu;
+      if (Normalize(alias) == key) return &gpu;
     }
     names.push_back(gpu.name);
   }

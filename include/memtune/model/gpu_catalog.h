@@ -51,4 +51,8 @@ const std::vector<GpuSpec>& AllGpus();
 // Example: FindGpu("h100")->total_memory_bytes == 85520809984
 Result<GpuSpec> FindGpu(std::string_view name);
 
+// FindGpu without the copy: the catalog entry itself (valid for the program's life), found
+// by an exact name first, so hot paths that hold a catalog name pay no folding.
+Result<const GpuSpec*> FindGpuEntry(std::string_view name);
+
 }  // namespace memtune::model

@@ -46,6 +46,19 @@ TEST(GpuCatalogTest, FindsAliasesIgnoringCaseAndSeparators) {
   EXPECT_EQ(FindGpu("MI300X")->name, "mi300x");
 }
 
+TEST(GpuCatalogTest, FindGpuEntryPointsIntoTheCatalog) {
+  const GpuSpec* h100 = nullptr;
+  for (const GpuSpec& gpu : AllGpus()) {
+    if (gpu.name == "h100-sxm-80gb") h100 = &gpu;
+  }
+  ASSERT_NE(h100, nullptr);
+  EXPECT_EQ(*FindGpuEntry("h100-sxm-80gb"), h100);  // exact name
+  EXPECT_EQ(*FindGpuEntry("NVIDIA H100 80GB HBM3"), h100);  // alias, folded
+  auto missing = FindGpuEntry("h300");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().Describe(), FindGpu("h300").error().Describe());
+}
+
 TEST(GpuCatalogTest, A100HasNoFp8) {
   EXPECT_FALSE(FindGpu("a100-40gb")->fp8_dense_tflops.has_value());
 }
