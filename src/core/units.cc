@@ -65,6 +65,16 @@ Result<std::int64_t> ParseBytes(std::string_view text, std::string_view field) {
   return static_cast<std::int64_t>(whole);
 }
 
+Result<std::int64_t> ParseDeviceBytes(std::string_view text, std::string_view field) {
+  MEMTUNE_TRY(const std::int64_t bytes, ParseBytes(text, field));
+  if (bytes < 1 || bytes > kMaxDeviceBytes) {
+    return InvalidInput(std::string(field), "'" + std::string(text) +
+                                                "' must be positive and at most 1024 TiB, the largest device "
+                                                "memory memtune simulates");
+  }
+  return bytes;
+}
+
 std::string FormatBytesBinary(std::int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);

@@ -31,13 +31,8 @@ int RunReplay(int argc, char** argv) {
   snapshot::ReplayOptions options;
   if (app.count("--alloc-conf") > 0) options.alloc_conf = conf;
   if (!capacity.empty()) {
-    auto bytes = ParseBytes(capacity, "--capacity");
+    auto bytes = ParseDeviceBytes(capacity, "--capacity");
     if (!bytes) return PrintError("replay", bytes.error());
-    if (*bytes <= 0 || *bytes > kMaxDeviceBytes) {
-      return PrintError("replay", InvalidInput("--capacity", "'" + capacity +
-                                                                 "' must be positive and at most 1024 TiB, the "
-                                                                 "largest device memory memtune simulates"));
-    }
     options.capacity_bytes = *bytes;
   }
   if (!version.empty()) {

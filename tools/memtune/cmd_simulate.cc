@@ -66,12 +66,8 @@ Result<alloc::SimulatorOptions> MakeOptions(const SimulateFlags& f, const std::s
     return e;
   }
   o.config = *cfg;
-  MEMTUNE_TRY(o.capacity_bytes, ParseBytes(f.capacity, "--capacity"));
+  MEMTUNE_TRY(o.capacity_bytes, ParseDeviceBytes(f.capacity, "--capacity"));
   MEMTUNE_TRY(o.non_pytorch_bytes, ParseBytes(f.non_pytorch, "--non-pytorch"));
-  if (o.capacity_bytes <= 0)
-    return InvalidInput("--capacity", "the device capacity must be positive");
-  if (o.capacity_bytes > kMaxDeviceBytes)
-    return InvalidInput("--capacity", "'" + f.capacity + "' is above 1024 TiB, the largest device memory memtune simulates");
   if (f.memory_fraction >= 0.0) o.memory_fraction = f.memory_fraction;
   o.pending_frees = f.pending;
   return o;

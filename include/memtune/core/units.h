@@ -35,6 +35,10 @@ inline constexpr std::int64_t kMaxDeviceBytes = std::int64_t{1} << 50;
 // Example: ParseBytes("20MiB", "--capacity") == 20971520.
 Result<std::int64_t> ParseBytes(std::string_view text, std::string_view field);
 
+// ParseBytes for a device's memory: also kInvalidInput naming `field` unless the size is
+// 1 B to kMaxDeviceBytes. Example: ParseDeviceBytes("80GiB", "--capacity") == 85899345920.
+Result<std::int64_t> ParseDeviceBytes(std::string_view text, std::string_view field);
+
 // "58.80 GB (54.76 GiB)" style is left to reports; this gives binary units:
 // 0 -> "0 B", 1536 -> "1.50 KiB", 20971520 -> "20.00 MiB".
 std::string FormatBytesBinary(std::int64_t bytes);

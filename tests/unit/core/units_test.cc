@@ -25,6 +25,16 @@ TEST(UnitsTest, RejectsBadSizesNamingTheField) {
   EXPECT_FALSE(ParseBytes("99999999TiB", "x").has_value());
 }
 
+TEST(UnitsTest, DeviceBytesAreOneByteToOnePebibyte) {
+  EXPECT_EQ(*ParseDeviceBytes("80GiB", "--capacity"), 80 * kGiB);
+  EXPECT_EQ(*ParseDeviceBytes("1024TiB", "--capacity"), kMaxDeviceBytes);
+  EXPECT_EQ(ParseDeviceBytes("0", "--capacity").error().Describe(),
+            "--capacity: '0' must be positive and at most 1024 TiB, the largest device memory memtune simulates");
+  EXPECT_FALSE(ParseDeviceBytes("1025TiB", "--capacity").has_value());
+  EXPECT_EQ(ParseDeviceBytes("12XB", "--capacity").error().Describe(),
+            ParseBytes("12XB", "--capacity").error().Describe());  // ParseBytes' own errors
+}
+
 TEST(UnitsTest, RejectsFractionsOfAByte) {
   // 1.5 bytes used to round to 2 (and '0.1B' to 0); sizes are whole bytes.
   auto r = ParseBytes("1.5", "bytes");
