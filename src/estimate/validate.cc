@@ -60,8 +60,10 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
                    const std::string& rank, const ValidateOptions& validate) {
   Prediction p;
   p.mode = mode;
-  // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay.
-  const bool allocator_metric = c.metric != "max_allocated";
+  // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay;
+  // max_allocated too when it is read after a given iteration (the estimate is the whole run's).
+  const bool after_iterations = validate.after_iterations > 0 && mode == Mode::kAccurate;
+  const bool allocator_metric = c.metric != "max_allocated" || after_iterations;
   if (allocator_metric && !(mode == Mode::kAccurate && validate.allocator_metric)) {
     p.status = "unsupported";
     p.reason = "metric " + c.metric + " needs the allocator simulator (accurate mode only)";
@@ -78,7 +80,8 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
   std::int64_t bytes = estimate->peak_allocated_bytes;
   p.pp_rank = estimate->peak_pp_rank;
   if (allocator_metric) {  // the simulated allocator's reserved memory (synth::ForecastJob)
-    auto predicted = validate.allocator_metric(job, *estimate, c.metric, rank);
+    auto predicted = validate.allocator_metric(job, *estimate, c.metric, rank,
+                                                validate.after_iterations);
     if (!predicted) {
       p.status = predicted.error().code == ErrorCode::kUnsupported ? "unsupported" : "error";
       p.reason = predicted.error().Describe();
@@ -151,6 +154,7 @@ Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
 
 ValidationReport Validate(const std::vector<ValidationCase>& cases, const ValidateOptions& options) {
   ValidationReport report;
+  report.after_iterations = options.after_iterations;
   for (const auto& c : cases) {
     CaseResult r;
     r.measured = c;

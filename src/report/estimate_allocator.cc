@@ -67,6 +67,16 @@ void AppendForecastText(std::string& out, const estimate::Estimate& e, const syn
   for (const auto& s : f.stages) out += fmt::format(" {:>9}", fmt::format("rank {}", s.pp_rank));
   out += "\n";
   AppendRow(out, "peak allocated (trace)", f, [](const synth::StageForecast& s) { return Gb(s.peak_allocated_bytes); });
+  // Megatron-LM and Bridge print "(after N iterations) memory" with the never-reset peak:
+  // show the trace's peak through each earlier iteration, next to the whole run's.
+  for (int i = 0; i + 1 < f.iterations; ++i) {
+    out += fmt::format("{:<26}", fmt::format("  through iteration {}", i + 1));
+    for (const auto& s : f.stages) {
+      const auto& v = s.peak_allocated_through_iteration_bytes;
+      out += fmt::format(" {:>9}", i < static_cast<int>(v.size()) ? Gb(v[i]) : std::string("-"));
+    }
+    out += "\n";
+  }
   const bool own_expandable = f.stages.front().own.expandable_segments;
   auto reserved = [](const synth::AllocatorRun& r) { return r.oom ? std::string("OOM") : Gb(r.peak_reserved_bytes); };
   auto unallocated = [](const synth::AllocatorRun& r) { return r.oom ? std::string("-") : Gb(r.unallocated_at_peak_bytes); };
@@ -84,6 +94,10 @@ void AppendForecastText(std::string& out, const estimate::Estimate& e, const syn
   const synth::StageForecast& peak = f.stages[f.peak_pp_rank];
   out += fmt::format("peak allocated: pipeline rank {}, {} GB at {} (estimator: {} GB)\n", peak.pp_rank,
                      Gb(peak.peak_allocated_bytes), peak.peak_allocated_event, Gb(e.peak_allocated_bytes));
+  if (f.iterations > 1) {
+    out += "through iteration 1: the peak a memory report after the first step prints, such as Megatron's "
+           "\"(after 1 iterations)\" (optimizer state is created at that step)\n";
+  }
   if (f.capacity_bytes <= 0) {
     out += "verdict: unknown (no GPU given: set memtune.gpu or memtune.gpu_memory_bytes)\n";
     return;
@@ -141,6 +155,7 @@ void AddForecastJson(ordered_json& j, const estimate::Estimate& e, const synth::
     o["pp_rank"] = st.pp_rank;
     o["peak_allocated_bytes"] = st.peak_allocated_bytes;
     o["peak_allocated_event"] = st.peak_allocated_event;
+    o["peak_allocated_through_iteration_bytes"] = st.peak_allocated_through_iteration_bytes;
     o["persistent_bytes"] = st.persistent_bytes;
     o["events"] = st.events;
     o["own"] = run_json(st.own);

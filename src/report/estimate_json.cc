@@ -103,6 +103,7 @@ std::string RenderEstimateJson(const estimate::Estimate& e, const EstimateReport
 std::string RenderValidateJson(const estimate::ValidationReport& report) {
   ordered_json j;
   j["schema"] = "memtune.validate/1";
+  if (report.after_iterations > 0) j["after_iterations"] = report.after_iterations;
   j["cases"] = ordered_json::array();
   for (const auto& c : report.cases) {
     ordered_json row;

@@ -40,6 +40,11 @@ std::string RenderValidateText(const estimate::ValidationReport& report) {
     out += "\n";
   }
   out += "(GB = 1e9 bytes; error = (predicted - measured) / measured)\n";
+  if (report.after_iterations > 0) {
+    out += fmt::format("(accurate: each metric as a memory report after {} iteration{} prints it: PyTorch's peaks "
+                       "since start-up through that iteration's optimizer step)\n",
+                       report.after_iterations, report.after_iterations == 1 ? "" : "s");
+  }
   bool header = false;
   for (const auto& c : report.cases) {
     if (c.accurate.predicted_bytes) continue;

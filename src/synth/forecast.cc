@@ -2,6 +2,7 @@
 // generator's events go straight into alloc::Simulator).
 #include "memtune/synth/forecast.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "memtune/alloc/simulator.h"
@@ -30,6 +31,7 @@ class SimulatorSink : public EventSink {
     const alloc::DeviceStats& s = sim_.stats();
     const std::int64_t reserved = s.reserved_bytes[0].current;
     const std::int64_t allocated = s.allocated_bytes[0].current;
+    NoteThroughIteration(e.label.iteration, allocated, reserved, s.active_bytes[0].current);
     if (reserved > run_.peak_reserved_bytes) {
       run_.peak_reserved_bytes = reserved;
       run_.unallocated_at_peak_bytes = reserved - allocated;
@@ -42,6 +44,20 @@ class SimulatorSink : public EventSink {
     return true;
   }
   const EventLabel& peak_label() const { return peak_label_; }
+  // Running maxima by iteration: events come in iteration order (start-up is iteration 0).
+  void NoteThroughIteration(int iteration, std::int64_t allocated, std::int64_t reserved, std::int64_t active) {
+    const std::size_t at = static_cast<std::size_t>(std::max(iteration, 0));
+    for (auto* v : {&run_.peak_allocated_through_iteration_bytes, &run_.peak_reserved_through_iteration_bytes,
+                    &run_.peak_active_through_iteration_bytes}) {
+      while (v->size() <= at) v->push_back(v->empty() ? 0 : v->back());
+    }
+    auto& a = run_.peak_allocated_through_iteration_bytes[at];
+    auto& r = run_.peak_reserved_through_iteration_bytes[at];
+    auto& c = run_.peak_active_through_iteration_bytes[at];
+    a = std::max(a, allocated);
+    r = std::max(r, reserved);
+    c = std::max(c, active);
+  }
   const EventLabel& allocated_label() const { return allocated_label_; }
 
  private:
@@ -67,6 +83,12 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
   run.peak_event = FormatLabel(sink.peak_label());
   run.peak_active_bytes = sim.stats().active_bytes[0].peak;
   if (allocated_event != nullptr) *allocated_event = FormatLabel(sink.allocated_label());
+  // The trace ends with the next iteration's zero_grad (frees only): keep one entry per
+  // iteration synthesized.
+  for (auto* v : {&run.peak_allocated_through_iteration_bytes, &run.peak_reserved_through_iteration_bytes,
+                  &run.peak_active_through_iteration_bytes}) {
+    if (v->size() > static_cast<std::size_t>(synth.iterations())) v->resize(synth.iterations());
+  }
   return run;
 }
 
@@ -132,12 +154,15 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
     st.other = Run(synth, r, other, options.capacity_bytes, options.non_pytorch_bytes, &other_event,
                    &other_summary);
     st.peak_allocated_bytes = st.own.peak_allocated_bytes;
+    st.peak_allocated_through_iteration_bytes = st.own.peak_allocated_through_iteration_bytes;
     TraceSummary summary = own_summary;
     if (st.own.oom && st.other.oom) {  // neither ran to the end: replay without a limit
       const AllocatorRun free_run = Run(synth, r, *own, 0, 0, &st.peak_allocated_event, &summary);
       st.peak_allocated_bytes = free_run.peak_allocated_bytes;
+      st.peak_allocated_through_iteration_bytes = free_run.peak_allocated_through_iteration_bytes;
     } else if (st.own.oom) {
       st.peak_allocated_bytes = st.other.peak_allocated_bytes;
+      st.peak_allocated_through_iteration_bytes = st.other.peak_allocated_through_iteration_bytes;
       st.peak_allocated_event = other_event;
       summary = other_summary;
     }

@@ -1,4 +1,5 @@
 // memtune validate: predicts measured runs (JSON Lines validation cases) and reports errors.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -13,20 +14,31 @@
 namespace memtune::cli {
 namespace {
 
-// max_reserved / device_used / peak_active of the accurate mode: replay every rank's
-// synthesized trace under the job's allocator config (docs/synth.md). device_used adds the
-// CUDA context and non-PyTorch memory to reserved; peak_active is the replay's
-// active_bytes.all.peak (allocated plus blocks still awaiting another stream).
+// max_reserved / device_used / peak_active of the accurate mode, and every metric as of a
+// memory report after N iterations: replay every rank's synthesized trace under the job's
+// allocator config (docs/synth.md). device_used adds the CUDA context and non-PyTorch memory
+// to reserved; peak_active is the replay's active_bytes.all.peak (allocated plus blocks still
+// awaiting another stream). after_iterations > 0 reads the peaks through that iteration.
 Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job, const estimate::Estimate& e,
-                                                     const std::string& metric, const std::string& rank) {
+                                                     const std::string& metric, const std::string& rank,
+                                                     int after_iterations) {
   synth::ForecastOptions options;
   options.capacity_bytes = e.gpu_capacity_bytes;
   options.non_pytorch_bytes = e.non_pytorch_bytes;
+  options.synth.iterations = std::max(options.synth.iterations, after_iterations);
   MEMTUNE_TRY(auto f, synth::ForecastJob(job, options));
-  const bool active = metric == "peak_active";
   const std::int64_t extra = metric == "device_used" ? e.non_pytorch_bytes : 0;
-  auto value = [&](const synth::StageForecast& s) {
-    return (active ? s.own.peak_active_bytes : s.own.peak_reserved_bytes) + extra;
+  // The whole run's peak, or the peak through iteration `after_iterations` (the trace's
+  // allocated peak does not depend on the allocator's capacity; reserved and active stop at
+  // an OOM, and then the run never printed that report: the run's peak so far is used).
+  auto through = [&](const std::vector<std::int64_t>& v, std::int64_t whole) {
+    if (after_iterations <= 0 || v.empty()) return whole;
+    return v[std::min<std::size_t>(static_cast<std::size_t>(after_iterations), v.size()) - 1];
+  };
+  auto value = [&](const synth::StageForecast& s) -> std::int64_t {
+    if (metric == "max_allocated") return through(s.peak_allocated_through_iteration_bytes, s.peak_allocated_bytes);
+    if (metric == "peak_active") return through(s.own.peak_active_through_iteration_bytes, s.own.peak_active_bytes);
+    return through(s.own.peak_reserved_through_iteration_bytes, s.own.peak_reserved_bytes) + extra;
   };
   const synth::StageForecast* pick = &f.stages.front();
   if (rank == "last") pick = &f.stages.back();
@@ -47,18 +59,26 @@ int RunValidate(int argc, char** argv) {
       "memtune validate");
   app.footer(
       "Example:\n  memtune validate measured.jsonl --compare megatron-lm,bridge\n"
-      "  memtune validate measured.jsonl --format json");
+      "  memtune validate measured.jsonl --format json\n"
+      "  memtune validate measured.jsonl --after-iterations 1   # as Megatron's first memory report");
   std::string path, compare, rank;
+  int after_iterations = 0;
   OutputFormat format = OutputFormat::kText;
   app.add_option("FILE", path, "validation cases, one JSON object per line")->required();
   app.add_option("--compare", compare, "compatibility modes to add side by side: megatron-lm,bridge");
   app.add_option("--rank", rank, "predict this rank for every case instead of its own: max, rank0, last")
       ->check(CLI::IsMember({"max", "rank0", "last"}));
+  app.add_option("--after-iterations", after_iterations,
+                 "predict each metric as printed by a memory report after N training iterations "
+                 "(Megatron's \"(after N iterations) memory\"; 1 excludes Adam's moments until the "
+                 "first step) instead of the whole run's peak; accurate mode only")
+      ->check(CLI::Range(1, 20));
   AddFormatOption(app, format);
   if (int code = ParseArgs(app, argc, argv); code >= 0) return code;
 
   estimate::ValidateOptions options;
   options.rank_override = rank;
+  options.after_iterations = after_iterations;
   options.allocator_metric = AllocatorMetric;
   std::stringstream modes(compare);
   for (std::string name; std::getline(modes, name, ',');) {

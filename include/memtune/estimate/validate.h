@@ -61,6 +61,7 @@ struct ErrorSummary {
 };
 
 struct ValidationReport {
+  int after_iterations = 0;             // ValidateOptions::after_iterations (0 = whole run)
   std::vector<CaseResult> cases;
   ErrorSummary summary;                 // accurate mode
   std::vector<ErrorSummary> compare;    // per compared mode
@@ -71,14 +72,21 @@ struct ValidateOptions {
   // Predict this rank ("max", "rank0", "last") instead of each case's measured.rank
   // (for diagnosing which stage a published number came from); "" = the case's rank.
   std::string rank_override;
-  // Predicts an allocator metric ("max_reserved", "device_used" or "peak_active") of the
-  // accurate mode:
-  // given the job, its estimate and the rank selector ("max", "rank0", "last"), returns the
+  // Predict each metric as of a memory report printed after this many training iterations
+  // (Megatron-LM's and Bridge's "(after N iterations) memory": PyTorch's peaks since start-up
+  // through iteration N's optimizer step) instead of over the whole run; 0 = the whole run.
+  // Accurate mode only, through allocator_metric (max_allocated then comes from the trace
+  // too); the compatibility modes keep upstream's formula.
+  int after_iterations = 0;
+  // Predicts an allocator metric ("max_reserved", "device_used", "peak_active", and
+  // "max_allocated" when after_iterations > 0) of the accurate mode: given the job, its
+  // estimate, the rank selector ("max", "rank0", "last") and after_iterations, returns the
   // pipeline rank used and the bytes. The estimate library cannot run the allocator
   // simulator (synth depends on it), so callers that link synth set this (memtune validate
   // uses synth::ForecastJob). Unset: those metrics are "unsupported".
   std::function<Result<std::pair<int, std::int64_t>>(const model::Job& job, const Estimate& estimate,
-                                                     const std::string& metric, const std::string& rank)>
+                                                     const std::string& metric, const std::string& rank,
+                                                     int after_iterations)>
       allocator_metric;
 };
 

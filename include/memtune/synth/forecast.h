@@ -30,12 +30,25 @@ struct AllocatorRun {
   bool oom = false;
   std::string oom_event;              // label and size of the allocation that failed
   std::string oom_message;            // the text PyTorch would raise
+  // Peaks from start-up through the end of each training iteration, its optimizer step
+  // included: [i] covers iterations 0..i. These are the numbers Megatron-LM's and
+  // Megatron-Bridge's "(after N iterations) memory" report prints for N = i + 1
+  // (allocated_bytes.all.peak, reserved_bytes.all.peak, active_bytes.all.peak: PyTorch's
+  // peak counters are never reset). After iteration 1 Adam's moments exist only from the
+  // step on, so [0] is below the steady state. Cut at the OOM when oom; the last element
+  // equals the peak_*_bytes above.
+  std::vector<std::int64_t> peak_allocated_through_iteration_bytes;
+  std::vector<std::int64_t> peak_reserved_through_iteration_bytes;
+  std::vector<std::int64_t> peak_active_through_iteration_bytes;
 };
 
 struct StageForecast {
   int pp_rank = 0;
   std::int64_t peak_allocated_bytes = 0;  // the trace's peak (no capacity limit)
   std::string peak_allocated_event;
+  // The trace's allocated peak through the end of iteration i ([i]; see AllocatorRun), from
+  // the same replay as peak_allocated_bytes.
+  std::vector<std::int64_t> peak_allocated_through_iteration_bytes;
   std::int64_t persistent_bytes = 0;      // live after the last iteration (model state)
   std::int64_t events = 0;
   AllocatorRun own;                       // the job's allocator config

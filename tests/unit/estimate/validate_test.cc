@@ -117,9 +117,10 @@ TEST(ValidateTest, PeakActiveIsAskedOfTheReplayForTheCasesRank) {
   ValidateOptions options;
   std::string seen_metric, seen_rank;
   options.allocator_metric = [&](const model::Job&, const Estimate&, const std::string& metric,
-                                 const std::string& rank) -> Result<std::pair<int, std::int64_t>> {
+                                 const std::string& rank, int after) -> Result<std::pair<int, std::int64_t>> {
     seen_metric = metric;
     seen_rank = rank;
+    EXPECT_EQ(after, 0);
     return std::pair<int, std::int64_t>{0, 1100};
   };
   const auto report = Validate({OneCase("peak_active")}, options);
@@ -132,6 +133,35 @@ TEST(ValidateTest, PeakActiveIsAskedOfTheReplayForTheCasesRank) {
   EXPECT_EQ(*p.predicted_bytes, 1100);
   ASSERT_TRUE(p.error_pct);
   EXPECT_DOUBLE_EQ(*p.error_pct, 10.0);
+}
+
+TEST(ValidateTest, MaxAllocatedAfterAnIterationComesFromTheReplayInAccurateModeOnly) {
+  ValidateOptions options;
+  options.after_iterations = 1;
+  options.compare = {Mode::kMegatronLm};
+  int calls = 0, seen_after = -1;
+  options.allocator_metric = [&](const model::Job&, const Estimate&, const std::string& metric,
+                                 const std::string&, int after) -> Result<std::pair<int, std::int64_t>> {
+    ++calls;
+    seen_after = after;
+    EXPECT_EQ(metric, "max_allocated");
+    return std::pair<int, std::int64_t>{0, 900};
+  };
+  const auto report = Validate({OneCase("max_allocated")}, options);
+  ASSERT_EQ(report.cases.size(), 1u);
+  EXPECT_EQ(calls, 1);  // accurate only: megatron-lm keeps its formula
+  EXPECT_EQ(seen_after, 1);
+  ASSERT_TRUE(report.cases[0].accurate.predicted_bytes);
+  EXPECT_EQ(*report.cases[0].accurate.predicted_bytes, 900);
+  ASSERT_EQ(report.cases[0].compare.size(), 1u);
+  EXPECT_NE(report.cases[0].compare[0].predicted_bytes.value_or(900), 900);
+
+  // Without after_iterations, max_allocated is the estimate's and the replay is not asked.
+  options.after_iterations = 0;
+  calls = 0;
+  const auto whole = Validate({OneCase("max_allocated")}, options);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(whole.cases[0].accurate.status, "ok");
 }
 
 TEST(ValidateTest, RankOverridePicksTheStage) {

@@ -1,9 +1,14 @@
 // synth::ForecastJob: the replay's statistics per stage and allocator mode.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
 #include "memtune/core/units.h"
 #include "memtune/synth/forecast.h"
 #include "unit/estimate/test_jobs.h"
+#include "unit/synth/synth_test_util.h"
 
 namespace memtune::synth {
 namespace {
@@ -43,6 +48,66 @@ TEST(ForecastTest, PeakActiveStopsAtTheOom) {
   ASSERT_TRUE(run.oom);
   EXPECT_LT(run.peak_active_bytes, peak);
   EXPECT_EQ(run.peak_active_bytes, run.peak_allocated_bytes);
+}
+
+// The peaks through each iteration, recomputed from the trace itself: PyTorch's allocated
+// bytes count blocks (requests rounded up to 512 bytes), and a report after iteration i
+// sees every event up to that iteration's optimizer step.
+TEST(ForecastTest, PeaksThroughEachIterationFollowTheTrace) {
+  const model::Job job = estimate::testing::TinyJob();
+  SynthOptions so;
+  so.iterations = 3;
+  ForecastOptions options;
+  options.synth = so;
+  auto f = ForecastJob(job, options);
+  ASSERT_TRUE(f) << f.error().Describe();
+  auto synth = TraceSynthesizer::Create(job, so);
+  ASSERT_TRUE(synth);
+  for (const auto& st : f->stages) {
+    testing::Recorder rec;
+    rec.keep_events = true;
+    synth->Synthesize(st.pp_rank, rec);
+    std::vector<std::int64_t> expected;
+    std::unordered_map<alloc::HandleId, std::int64_t> live;
+    std::int64_t current = 0;
+    for (const SynthEvent& e : rec.events) {
+      if (e.op == EventOp::kFree) {
+        current -= live[e.handle];
+        live.erase(e.handle);
+        continue;
+      }
+      const std::int64_t block = e.bytes < 512 ? 512 : (e.bytes + 511) / 512 * 512;
+      live[e.handle] = block;
+      current += block;
+      while (static_cast<int>(expected.size()) <= e.label.iteration) {
+        expected.push_back(expected.empty() ? 0 : expected.back());
+      }
+      expected[e.label.iteration] = std::max(expected[e.label.iteration], current);
+    }
+    expected.resize(3);
+    EXPECT_EQ(st.own.peak_allocated_through_iteration_bytes, expected) << "stage " << st.pp_rank;
+    EXPECT_EQ(st.peak_allocated_through_iteration_bytes, expected) << "stage " << st.pp_rank;
+    EXPECT_EQ(st.own.peak_allocated_through_iteration_bytes.back(), st.peak_allocated_bytes);
+    EXPECT_EQ(st.own.peak_reserved_through_iteration_bytes.back(), st.own.peak_reserved_bytes);
+    EXPECT_EQ(st.own.peak_active_through_iteration_bytes.back(), st.own.peak_active_bytes);
+    // Adam's moments appear at the first step: iteration 1's peak is below the steady state's.
+    EXPECT_LT(expected[0], expected[1]) << "stage " << st.pp_rank;
+    EXPECT_EQ(expected[1], expected[2]) << "stage " << st.pp_rank;
+  }
+}
+
+TEST(ForecastTest, PeaksThroughIterationsStopAtTheOom) {
+  auto f = ForecastJob(estimate::testing::TinyJob(), {});
+  ASSERT_TRUE(f);
+  ForecastOptions tight;
+  tight.capacity_bytes = f->stages.front().own.peak_allocated_through_iteration_bytes.front() / 2;
+  auto g = ForecastJob(estimate::testing::TinyJob(), tight);
+  ASSERT_TRUE(g);
+  const StageForecast& s = g->stages.front();
+  ASSERT_TRUE(s.own.oom && s.other.oom);
+  EXPECT_EQ(s.own.peak_allocated_through_iteration_bytes.size(), 1u);  // cut in iteration 1
+  // Both modes ran out: the stage's allocated peaks come from a replay without a limit.
+  EXPECT_EQ(s.peak_allocated_through_iteration_bytes, f->stages.front().peak_allocated_through_iteration_bytes);
 }
 
 }  // namespace
