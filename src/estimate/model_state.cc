@@ -230,6 +230,17 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
   g.m1 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_dtype) : 4) : 0;
   g.m2 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_sq_dtype) : 4) : 0;
   g.on_gpu = opt.optimizer_cpu_offload ? 1.0 - opt.optimizer_offload_fraction : 1.0;
+  // distrib_optimizer.py _copy_main_params_to_model_params: with fp8_param_gather the step
+  // ends in quantize_param_shard over every fp8 parameter of the optimizer, unless a
+  // precision-aware optimizer does the copy itself (optimizer_config.py
+  // use_precision_aware_optimizer_no_fp8_or_ds_fp8). TE quantize_master_weights
+  // (pytorch/tensor/utils.py, "master_weight = master_weight.to(model_weight.dtype)",
+  // TE >= 2.2) first casts each fp32 main shard to the parameter's nominal dtype and keeps
+  // every copy in a list until the fp8 casts run, so all of them are alive at once.
+  const bool aware_copies =
+      g.aware && (opt.main_params_dtype != model::Dtype::kFp32 || m.fp8_recipe.empty() ||
+                  m.fp8_recipe == "delayed" || opt.optimizer_cpu_offload);
+  g.fp8_cast_copies = g.fp8 && m.fp8_param_gather && opt.use_distributed_optimizer && !fsdp && !aware_copies;
   return g;
 }
 
@@ -269,6 +280,10 @@ ModelStateBytes ComputeModelState(const ModelStateRules& g, const RankParams& p)
   // distrib_optimizer.py _copy_model_grads_to_main_grads: shard_main_param.grad =
   // shard_model_grad.float() allocates fp32 copies when the grad buffer is not fp32.
   if (gbytes != 4 && !g.aware && !g.fsdp) s.step_transient = opt_bytes(4);
+  if (g.fp8_cast_copies) {
+    s.fp8_cast_copy = static_cast<std::int64_t>(
+        (p.dense_fp8 / dense_shard + p.expert_fp8 / expert_shard) * pbytes * g.on_gpu);
+  }
   if (shard_params) s.fsdp_gather = 2 * p.largest_layer * pbytes;  // current + prefetched
   const std::int64_t exp_total = exp_hp + exp_fp8;
   if (exp_total > 0) {

@@ -70,6 +70,8 @@ struct ModelStateBytes {
   std::int64_t exp_avg_sq = 0;       // Adam second moment (GPU share)
   std::int64_t expert = 0;           // the part of all the above that is routed experts
   std::int64_t step_transient = 0;   // optimizer step: fp32 copies of bf16 grad shards
+  std::int64_t fp8_cast_copy = 0;    // optimizer step, after Adam: params_dtype copies of the
+                                     // fp8 params' main shards (TE quantize_master_weights)
   std::int64_t fsdp_gather = 0;      // Megatron-FSDP: unsharded layer params during compute
   std::int64_t Total() const {
     return params_hp + params_fp8 + fp8_transpose + buffers + attn_score_buffer + te_workspace +
@@ -92,6 +94,7 @@ struct ModelStateRules {
   int pbytes = 2, gbytes = 2;                      // parameter and grad-buffer dtype bytes
   bool fp8 = false, fp8_params = false, fp8_needs_transpose = true;
   bool aware = false;              // precision-aware optimizer
+  bool fp8_cast_copies = false;    // the step re-quantizes fp8 params through params_dtype copies
   int master = 4, m1 = 4, m2 = 4;  // optimizer state bytes per element
   double on_gpu = 1.0;             // share of optimizer state on the GPU
 };

@@ -283,7 +283,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   const std::int64_t activations = layers_total + embedding + output_hidden + logits + deferred;
   const std::int64_t backward_transient = std::max(transient, logits_transient) + state.fsdp_gather;
   r.backward_peak_bytes = model_state + activations + backward_transient;
-  r.step_peak_bytes = model_state + state.step_transient;
+  r.step_peak_bytes = model_state + state.step_transient + state.fp8_cast_copy;
   r.model_state_bytes = model_state;
   r.expert_bytes = state.expert;
   r.dense_bytes = model_state - state.expert;
@@ -323,9 +323,11 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
          "Megatron-FSDP unsharded parameters of the current and prefetched layer");
   } else {
     r.peak_phase = "optimizer step";
-    r.transient_bytes = state.step_transient;
+    r.transient_bytes = state.step_transient + state.fp8_cast_copy;
     push("tmp.step", state.step_transient, ComponentKind::kTransient,
          "fp32 copies of the bf16 gradient shard made by the optimizer step");
+    push("tmp.fp8_cast", state.fp8_cast_copy, ComponentKind::kTransient,
+         "bf16 copies of the fp8 parameters' main shards, made to re-quantize them after the step");
   }
   push.AppendTo(r, f.with_explanations);
   r.allocated_bytes = std::max(r.backward_peak_bytes, r.step_peak_bytes);

@@ -330,15 +330,27 @@ void Generator::OptimizerStep() {
       step_grads_.push_back(Alloc(u.bytes.step_transient, "optimizer.fp32_grad"));
     }
   }
-  if (label_.iteration != 0) return;
+  if (label_.iteration == 0) {  // Adam's state is created at the first step
+    for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
+      label_.chunk = static_cast<int>(c);
+      for (const UnitState& u : rank_.chunks[c].units) {
+        label_.layer = u.layer;
+        Alloc(u.bytes.exp_avg, "optimizer.exp_avg");
+        Alloc(u.bytes.exp_avg_sq, "optimizer.exp_avg_sq");
+      }
+    }
+  }
+  // Then the fp8 parameters are re-quantized from their main shards, all at once, through
+  // params_dtype copies (model_state.h fp8_cast_copy).
+  std::vector<HandleId> casts;
   for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
     label_.chunk = static_cast<int>(c);
     for (const UnitState& u : rank_.chunks[c].units) {
       label_.layer = u.layer;
-      Alloc(u.bytes.exp_avg, "optimizer.exp_avg");
-      Alloc(u.bytes.exp_avg_sq, "optimizer.exp_avg_sq");
+      casts.push_back(Alloc(u.bytes.fp8_cast_copy, "optimizer.fp8_cast_copy"));
     }
   }
+  for (HandleId h : casts) Free(h);
 }
 
 void Generator::ZeroGrad() {

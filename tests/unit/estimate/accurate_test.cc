@@ -90,7 +90,8 @@ TEST(AccurateTest, FullRecomputeKeepsCheckpointInputs) {
   job.model.recompute_granularity = model::RecomputeGranularity::kFull;
   job.model.recompute_method = model::RecomputeMethod::kUniform;
   job.model.recompute_num_layers = 1;
-  job.ddp.grad_reduce_in_fp32 = true;  // no optimizer-step copy: the backward sets the peak
+  job.ddp.grad_reduce_in_fp32 = true;  // no optimizer-step copies: the backward sets the peak
+  job.model.fp8_param_gather = false;
   auto e = EstimateMemory(job);
   ASSERT_TRUE(e);
   std::int64_t checkpoint = 0;
@@ -99,6 +100,41 @@ TEST(AccurateTest, FullRecomputeKeepsCheckpointInputs) {
   }
   // 92 layer-micro-batches, each keeping its bf16 SP-local input (4096/4 tokens x 8192).
   EXPECT_EQ(checkpoint, 92LL * 2 * 8192 * 4096 / 4);
+}
+
+// TE quantize_master_weights re-quantizes every fp8 parameter from a bf16 copy of its fp32
+// main shard, all copies alive at once, on top of the fp32 gradient copies and Adam's state.
+TEST(AccurateTest, Fp8ParamGatherStepHoldsBf16CopiesOfTheMainShards) {
+  auto job = Llama70BJob();
+  job.model.recompute_modules = {"mlp"};  // small activations: the step is the peak
+  auto e = EstimateMemory(job);
+  ASSERT_TRUE(e);
+  const RankEstimate& r = e->ranks[1];  // a middle stage: only transformer layers
+  ASSERT_EQ(r.peak_phase, "optimizer step");
+  std::int64_t cast = 0, fp8 = 0, step = 0;
+  for (const auto& c : r.components) {
+    if (c.name == "tmp.fp8_cast") cast = c.bytes;
+    if (c.name == "params.fp8") fp8 = c.bytes;
+    if (c.name == "tmp.step") step = c.bytes;
+  }
+  const int dp = 2;  // 32 GPUs / (TP4 x PP4)
+  EXPECT_EQ(cast, fp8 / dp * 2);  // 1-byte fp8 elements, sharded over DP, copied as bf16
+  EXPECT_EQ(r.step_peak_bytes, r.model_state_bytes + step + cast);
+  EXPECT_EQ(r.allocated_bytes, r.step_peak_bytes);
+
+  // Without the distributed optimizer's fp8 param gather the step casts nothing.
+  job.model.fp8_param_gather = false;
+  auto off = EstimateMemory(job);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->ranks[1].step_peak_bytes, r.step_peak_bytes - cast);
+  // Nor when a precision-aware optimizer re-quantizes (delayed scaling: MCore's
+  // use_precision_aware_optimizer_no_fp8_or_ds_fp8).
+  job.model.fp8_param_gather = true;
+  job.model.fp8_recipe = "delayed";
+  job.optimizer.use_precision_aware_optimizer = true;
+  auto aware = EstimateMemory(job);
+  ASSERT_TRUE(aware);
+  for (const auto& c : aware->ranks[1].components) EXPECT_NE(c.name, "tmp.fp8_cast");
 }
 
 TEST(AccurateTest, OptimizerStepCanBeThePeak) {

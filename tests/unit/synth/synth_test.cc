@@ -195,6 +195,52 @@ TEST(SynthTest, OffloadedTensorsLeaveAfterForwardAndReloadForBackward) {
   EXPECT_EQ(std::vector<std::string>(backward.begin(), backward.begin() + reloaded.size()), reloaded);
 }
 
+// The optimizer step of an fp8_param_gather job: after Adam (and its state, at the first
+// step) every fp8 parameter is re-quantized from a bf16 copy of its main shard; the copies
+// are allocated together, freed together, in every iteration, and sum to the estimator's
+// tmp.fp8_cast.
+TEST(SynthTest, StepRequantizesFp8ParamsThroughBf16CopiesAfterAdam) {
+  const auto job = Llama70BJob();
+  auto e = estimate::EstimateMemory(job);
+  ASSERT_TRUE(e);
+  const Recorder rec = Record(job, 1, true);
+  for (int it = 0; it < 2; ++it) {
+    std::vector<std::string> order;  // the step's tensors in order, runs collapsed
+    std::int64_t cast_bytes = 0;
+    int live_casts = 0, max_live_casts = 0;
+    for (const auto& ev : rec.events) {
+      if (ev.label.phase != Phase::kOptimizer || ev.label.iteration != it) continue;
+      const std::string t = ev.label.tensor;
+      if (order.empty() || order.back() != t) order.push_back(t);
+      if (t != "optimizer.fp8_cast_copy") continue;
+      if (ev.op == EventOp::kAlloc) {
+        cast_bytes += ev.bytes;
+        max_live_casts = std::max(max_live_casts, ++live_casts);
+      } else {
+        --live_casts;
+      }
+    }
+    const std::vector<std::string> expected =
+        it == 0 ? std::vector<std::string>{"optimizer.fp32_grad", "optimizer.exp_avg", "optimizer.exp_avg_sq",
+                                           "optimizer.fp8_cast_copy"}
+                : std::vector<std::string>{"optimizer.fp32_grad", "optimizer.fp8_cast_copy"};
+    // (exp_avg and exp_avg_sq alternate per unit: collapse them to their first occurrence.)
+    std::vector<std::string> seen;
+    for (const auto& t : order) {
+      if (std::find(seen.begin(), seen.end(), t) == seen.end()) seen.push_back(t);
+    }
+    EXPECT_EQ(seen, expected) << "iteration " << it;
+    EXPECT_EQ(live_casts, 0) << "every copy is freed in the step";
+    EXPECT_EQ(max_live_casts, 20) << "one per transformer layer of the rank, all alive at once";
+    std::int64_t estimated = 0;
+    for (const auto& c : e->ranks[1].components) {
+      const std::int64_t dp = 2, bf16_bytes = 2;  // fp8 params: 1 byte per element
+      if (c.name == "params.fp8") estimated = c.bytes / dp * bf16_bytes;
+    }
+    EXPECT_EQ(cast_bytes, estimated) << "iteration " << it;
+  }
+}
+
 TEST(SynthTest, RejectsZeroIterations) {
   SynthOptions options;
   options.iterations = 0;
