@@ -53,6 +53,15 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
   if (c.rank != "max" && c.rank != "rank0" && c.rank != "last") {
     return bad("measured.rank", "must be one of max, rank0, last (got '" + c.rank + "')");
   }
+  if (m.contains("after_iterations")) {
+    constexpr int kMaxReportIterations = 1000;
+    const json& a = m["after_iterations"];
+    if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > kMaxReportIterations) {
+      return bad("measured.after_iterations", "must be a whole number of iterations from 1 to " +
+                                                  std::to_string(kMaxReportIterations) + " (got " + a.dump() + ")");
+    }
+    c.after_iterations = a.get<int>();
+  }
   return c;
 }
 
@@ -62,8 +71,8 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
   p.mode = mode;
   // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay;
   // max_allocated too when it is read after a given iteration (the estimate is the whole run's).
-  const bool after_iterations = validate.after_iterations > 0 && mode == Mode::kAccurate;
-  const bool allocator_metric = c.metric != "max_allocated" || after_iterations;
+  const int after = validate.after_iterations > 0 ? validate.after_iterations : c.after_iterations;
+  const bool allocator_metric = c.metric != "max_allocated" || (after > 0 && mode == Mode::kAccurate);
   if (allocator_metric && !(mode == Mode::kAccurate && validate.allocator_metric)) {
     p.status = "unsupported";
     p.reason = "metric " + c.metric + " needs the allocator simulator (accurate mode only)";
@@ -80,8 +89,7 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
   std::int64_t bytes = estimate->peak_allocated_bytes;
   p.pp_rank = estimate->peak_pp_rank;
   if (allocator_metric) {  // the simulated allocator's reserved memory (synth::ForecastJob)
-    auto predicted = validate.allocator_metric(job, *estimate, c.metric, rank,
-                                                validate.after_iterations);
+    auto predicted = validate.allocator_metric(job, *estimate, c.metric, rank, after);
     if (!predicted) {
       p.status = predicted.error().code == ErrorCode::kUnsupported ? "unsupported" : "error";
       p.reason = predicted.error().Describe();

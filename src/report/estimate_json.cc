@@ -111,6 +111,7 @@ std::string RenderValidateJson(const estimate::ValidationReport& report) {
     row["metric"] = c.measured.metric;
     row["rank"] = c.measured.rank;
     row["measured_bytes"] = c.measured.measured_bytes;
+    if (c.measured.after_iterations > 0) row["after_iterations"] = c.measured.after_iterations;
     const estimate::Prediction& p = c.accurate;
     row["predicted_bytes"] = Nullable(p.predicted_bytes);
     row["error_pct"] = Nullable(p.error_pct);

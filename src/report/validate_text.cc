@@ -44,6 +44,10 @@ std::string RenderValidateText(const estimate::ValidationReport& report) {
     out += fmt::format("(accurate: each metric as a memory report after {} iteration{} prints it: PyTorch's peaks "
                        "since start-up through that iteration's optimizer step)\n",
                        report.after_iterations, report.after_iterations == 1 ? "" : "s");
+  } else if (std::any_of(report.cases.begin(), report.cases.end(),
+                         [](const estimate::CaseResult& c) { return c.measured.after_iterations > 0; })) {
+    out += "(accurate: a case with measured.after_iterations N is predicted as a memory report after N "
+           "iterations prints it)\n";
   }
   bool header = false;
   for (const auto& c : report.cases) {

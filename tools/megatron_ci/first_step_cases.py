@@ -3,10 +3,10 @@
 
 make_cases.py keeps each run's largest mem-max-allocated-bytes (the whole run's peak) and
 notes in `assumptions` what the first logged step read. When that step is iteration 1, this
-writes the case again with the step-1 value and the id suffix "-step1": the peak through the
-first iteration, before Adam's moments exist, which `memtune validate --after-iterations 1`
-predicts (docs/synth.md, "Peaks through each iteration"). Runs whose log starts later are
-left out.
+writes the case again with the step-1 value, `measured.after_iterations: 1` and the id suffix
+"-step1": the peak through the first iteration, before Adam's moments exist, which
+`memtune validate` then predicts from the trace (docs/synth.md, "Peaks through each
+iteration"). Runs whose log starts later are left out.
 
 usage: first_step_cases.py CASES.jsonl > STEP1.jsonl
 """
@@ -28,9 +28,10 @@ def first_step_cases(lines):
             if m and m.group(1) == "1":
                 case["id"] += "-step1"
                 case["measured"]["bytes"] = int(m.group(2))
+                case["measured"]["after_iterations"] = 1
                 case["assumptions"] = [
-                    "mem-max-allocated-bytes of step 1 (peak through the first iteration's optimizer "
-                    "step; predict with --after-iterations 1)"] + case["assumptions"]
+                    "mem-max-allocated-bytes of step 1 (the peak through the first iteration's "
+                    "optimizer step)"] + case["assumptions"]
                 yield case
                 break
 

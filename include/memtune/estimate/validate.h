@@ -24,11 +24,16 @@ struct ValidationCase {
   std::string rank;            // max | rank0 | last
   std::int64_t measured_bytes = 0;
   std::string quality;         // high | medium | low | "" (absent)
+  // measured.after_iterations, optional (a memtune extension of job-format.md section 2):
+  // the number was read from a memory report printed after this many training iterations
+  // (Megatron's "(after N iterations) memory"), so it is predicted as of then; 0 = absent,
+  // the whole run's peak.
+  int after_iterations = 0;
 };
 
 // Parses JSON Lines (blank lines and lines starting with '#' are skipped).
 // Errors: kInvalidInput naming "<source_name>:<line>" and the field (id, job, measured.metric,
-// measured.bytes, measured.rank) with what is allowed; kInvalidInput naming `source_name`
+// measured.bytes, measured.rank, measured.after_iterations) with what is allowed; kInvalidInput naming `source_name`
 // when the text holds no case at all.
 Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
                                                          std::string_view source_name);
@@ -74,7 +79,8 @@ struct ValidateOptions {
   std::string rank_override;
   // Predict each metric as of a memory report printed after this many training iterations
   // (Megatron-LM's and Bridge's "(after N iterations) memory": PyTorch's peaks since start-up
-  // through iteration N's optimizer step) instead of over the whole run; 0 = the whole run.
+  // through iteration N's optimizer step) instead of over the whole run, for every case;
+  // 0 = each case's own measured.after_iterations (absent: the whole run).
   // Accurate mode only, through allocator_metric (max_allocated then comes from the trace
   // too); the compatibility modes keep upstream's formula.
   int after_iterations = 0;

@@ -45,6 +45,26 @@ TEST(ValidateTest, OutOfRangeBytesAndNonStringRankAreErrors) {
             "c:1: measured.rank must be one of max, rank0, last (got 3)");
 }
 
+TEST(ValidateTest, AfterIterationsIsAnOptionalWholeNumber) {
+  auto parse = [](const std::string& after) -> std::string {
+    auto cases = ParseValidationCases(
+        R"({"id": "a", "job": {}, "measured": {"metric": "max_allocated", "bytes": 1, "after_iterations": )" +
+            after + "}}",
+        "c");
+    if (!cases) return cases.error().Describe();
+    return std::to_string(cases->front().after_iterations);
+  };
+  EXPECT_EQ(parse("1"), "1");
+  EXPECT_EQ(parse("1000"), "1000");
+  for (const char* bad : {"0", "-2", "1.5", "\"1\"", "1001", "null"}) {
+    EXPECT_EQ(parse(bad), std::string("c:1: measured.after_iterations must be a whole number of iterations from "
+                                      "1 to 1000 (got ") + bad + ")");
+  }
+  auto absent = ParseValidationCases(R"({"id": "a", "job": {}, "measured": {"metric": "max_allocated", "bytes": 1}})", "c");
+  ASSERT_TRUE(absent);
+  EXPECT_EQ(absent->front().after_iterations, 0);
+}
+
 TEST(ValidateTest, AFileWithoutCasesIsAnError) {
   auto none = ParseValidationCases("# only a comment\n\n", "empty.jsonl");
   ASSERT_FALSE(none);
@@ -162,6 +182,17 @@ TEST(ValidateTest, MaxAllocatedAfterAnIterationComesFromTheReplayInAccurateModeO
   const auto whole = Validate({OneCase("max_allocated")}, options);
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(whole.cases[0].accurate.status, "ok");
+
+  // A case's own measured.after_iterations is used unless the option overrides it.
+  ValidationCase own = OneCase("max_allocated");
+  own.after_iterations = 10;
+  calls = 0;
+  Validate({own}, options);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen_after, 10);
+  options.after_iterations = 2;
+  Validate({own}, options);
+  EXPECT_EQ(seen_after, 2);
 }
 
 TEST(ValidateTest, RankOverridePicksTheStage) {
