@@ -117,6 +117,12 @@ void AddAssumptions(const model::Job& job, Estimate& e) {
     e.assumptions.push_back("CUDA graphs: the eager warm-up iterations set the allocated peak; "
                             "graph pools add reserved, not allocated, memory");
   }
+  if (m.tp_comm_overlap) {
+    // TE initialize_ub / comm_gemm_overlap.cpp: register_user_buffer_collective allocates
+    // the userbuffers with cudaMalloc, outside PyTorch's allocator.
+    e.assumptions.push_back("tp_comm_overlap: Transformer Engine's userbuffers are allocated outside "
+                            "PyTorch and are not in the non-PyTorch memory (only the CUDA context is)");
+  }
 }
 
 }  // namespace
