@@ -92,9 +92,11 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
   const std::int64_t act = c.act_bytes, gemm_in = fp8_layer ? 1 : c.act_bytes;
   const std::int64_t hid = c.h / c.hid_div;
   a[kLn1Input] = act * hid;
-  // TE layernorm_linear.py forward: ln_out is saved for the wgrad only if the weight
-  // requires grad (a frozen PEFT base keeps none); fp8 keeps the rowwise local shard.
-  a[kLn1Output] = c.frozen_base ? 0 : gemm_in * hid;
+  // TE layernorm_linear.py forward: ln_out (the local shard; fp8 keeps its quantized copy)
+  // is saved for backward, and cleared only when the weight is frozen and the norm output
+  // is not returned. A LoRA adapter on linear_qkv makes the frozen base return it
+  // (Bridge peft/utils.py: return_layernorm_output=True), so TE keeps it then too.
+  a[kLn1Output] = c.frozen_base && !c.lora_qkv ? 0 : gemm_in * hid;
   const std::int64_t q = c.q_width / c.tp;
   if (c.mla) {
     // MCore multi_latent_attention.py: q, k (nope+rope) and v per local head. With
@@ -131,7 +133,7 @@ void FillDenseMlp(const ActContext& c, bool fp8_layer, ActBytes& a) {
   const std::int64_t hid = c.h / c.hid_div, f = c.ffn / c.tp;
   a[kLn2Input] = act * hid;
   if (!c.recompute_mlp) {  // transformer_layer.py: "mlp" checkpoints the MLP, keeping its input
-    a[kLn2Output] = c.frozen_base ? 0 : gemm_in * hid;
+    a[kLn2Output] = c.frozen_base && !c.lora_fc1 ? 0 : gemm_in * hid;  // as kLn1Output
     a[kMlpFc1Out] = act * c.glu_factor * f;  // fused_bias_swiglu.py SwiGLUFunction saves input
     // mlp.py glu(): silu(x_glu) * (x_linear + offset) saves both factors (gated, unfused).
     if (!c.dense_act_fused && c.glu_factor == 2) a[kMlpActParts] = act * 2 * f;
@@ -171,16 +173,21 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   }
 }
 
-void FillLora(const ActContext& c, bool moe_layer, ActBytes& a) {
+void FillLora(const ActContext& c, bool moe_layer, bool fp8_layer, ActBytes& a) {
   if (c.lora_dim <= 0) return;
   const std::int64_t act = c.act_bytes;
   int targets = 0;
   std::int64_t input = 0;
-  // peft/utils.py get_adapter_attributes_from_linear: column-parallel adapters consume
-  // the SP-gathered norm output (kept whole unless re-gather keeps the local shard).
-  const std::int64_t gathered = c.hid_div > 1 && !c.lora_regather ? c.h : c.h / c.hid_div;
-  if (c.lora_qkv) { input += act * gathered; ++targets; }
-  if (c.lora_fc1 && !moe_layer && !c.recompute_mlp) { input += act * gathered; ++targets; }
+  // peft/utils.py get_adapter_attributes_from_linear: column-parallel adapters consume the
+  // norm output their TE base returns. Under SP without re-gather that is the gathered copy
+  // (return_layernorm_output_gathered: its own tensor, beside TE's saved local shard).
+  // Otherwise it is the local ln_out TE saves (kLn1Output / kLn2Output) and LoRA-A's ctx
+  // holds the same tensor, unless TE saved an fp8 copy: then the bf16 one is kept too.
+  const std::int64_t column = c.hid_div > 1 && !c.lora_regather ? act * c.h
+                              : fp8_layer                       ? act * c.h / c.hid_div
+                                                                : 0;
+  if (c.lora_qkv) { input += column; ++targets; }
+  if (c.lora_fc1 && !moe_layer && !c.recompute_mlp) { input += column; ++targets; }
   if (c.lora_proj) { ++targets; if (c.recompute_core_attn) input += act * c.q_width / c.tp; }
   if (c.lora_fc2 && !moe_layer && !c.recompute_mlp) { input += act * c.ffn / c.tp; ++targets; }
   a[kLoraInput] = input;
@@ -309,7 +316,7 @@ ActBytes LayerActivations(const ActContext& c, bool moe_layer, bool fp8_layer) {
   } else {
     FillDenseMlp(c, fp8_layer, a);
   }
-  FillLora(c, moe_layer, a);
+  FillLora(c, moe_layer, fp8_layer, a);
   for (auto& bytes : a) bytes *= c.tokens;
   return a;
 }

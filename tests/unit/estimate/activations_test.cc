@@ -117,27 +117,40 @@ TEST(ActivationsTest, SequenceParallelShardsHiddenTensorsOverTp) {
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kLn1Input], 64);
 }
 
-TEST(ActivationsTest, PeftFrozenBaseKeepsNoGemmInputsButLoraKeepsGathered) {
+TEST(ActivationsTest, PeftFrozenBaseKeepsNoGemmInputsButLoraKeepsTheNormOutput) {
   auto job = TinyJob();
   job.peft = model::PeftConfig{};
   job.peft->dim = 2;
   job.peft->target_modules = {"linear_qkv"};
-  const auto a = LayerActivations(MakeActContext(job), false, true);
-  EXPECT_EQ(a[kLn1Output], 0);
+  const auto a = LayerActivations(MakeActContext(job), false, false);
+  // TE keeps ln_out because the base returns it to the adapter; LoRA-A holds that same
+  // tensor (no SP: nothing gathered), so nothing more.
+  EXPECT_EQ(a[kLn1Output], 64);   // bf16 norm output, 4 tokens x 8
+  EXPECT_EQ(a[kLoraInput], 0);
+  EXPECT_EQ(a[kLn2Output], 0);    // linear_fc1 has no adapter: TE clears its ln_out
   EXPECT_EQ(a[kMlpFc2In], 0);
-  EXPECT_EQ(a[kLoraInput], 64);   // the norm output, bf16
   EXPECT_EQ(a[kLoraHidden], 16);  // 2 B * dim 2 * 4 tokens
 }
 
-TEST(ActivationsTest, LoraRegatherKeepsLocalShard) {
+TEST(ActivationsTest, LoraUnderSpKeepsTheGatheredCopyBesideTesShardUnlessRegathered) {
   auto job = TinyJob();
   job.model.tensor_model_parallel_size = 2;
   job.model.sequence_parallel = true;
   job.peft = model::PeftConfig{};
   job.peft->target_modules = {"linear_qkv"};
-  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kLoraInput], 64);
+  auto a = LayerActivations(MakeActContext(job), false, false);
+  EXPECT_EQ(a[kLn1Output], 32);  // TE's local shard
+  EXPECT_EQ(a[kLoraInput], 64);  // the gathered copy LoRA-A keeps
   job.peft->sequence_parallel_input_regather = true;
-  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kLoraInput], 32);
+  a = LayerActivations(MakeActContext(job), false, false);
+  EXPECT_EQ(a[kLn1Output], 32);  // LoRA-A keeps this very shard
+  EXPECT_EQ(a[kLoraInput], 0);
+  // fp8: TE keeps its fp8 shard, LoRA-A the bf16 one it was handed.
+  job.model.fp8 = "hybrid";
+  job.model.fp8_recipe = "tensorwise";
+  a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kLn1Output], 16);
+  EXPECT_EQ(a[kLoraInput], 32);
 }
 
 TEST(ActivationsTest, MoeModulesDropTheirTensors) {
