@@ -23,7 +23,6 @@ constexpr ActTensorText kTensorInfo[kNumActTensors] = {
     {"act.attn_probs", "unfused attention: softmax probabilities [b, heads, s, s] saved for backward"},
     {"act.attn_probs_dropout", "unfused attention: attention-dropout mask and dropped probabilities"},
     {"act.attn_mla_latent", "MLA q/kv down-projection outputs saved by the up-projections"},
-    {"act.attn_mla_up", "MLA up-projection outputs (dropped by mla_up_proj recompute)"},
     {"act.attn_dropout_mask", "hidden-dropout mask after attention (1 B per element)"},
     {"act.ln2_input", "pre-MLP residual saved for the pre-MLP norm backward"},
     {"act.ln2_output", "pre-MLP norm output (linear_fc1 wgrad input, router/expert input)"},
@@ -99,13 +98,16 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
   a[kLn1Output] = c.frozen_base && !c.lora_qkv ? 0 : gemm_in * hid;
   const std::int64_t q = c.q_width / c.tp;
   if (c.mla) {
-    // MCore multi_latent_attention.py: q, k (nope+rope) and v per local head. With
-    // mla_up_proj recompute they come from a CheckpointWithoutOutput whose
+    // MCore multi_latent_attention.py qkv_up_proj_and_rope_apply: the up-projection outputs
+    // (linear_q_proj / linear_q_up_proj and linear_kv_up_proj) are split into views, RoPE'd
+    // and concatenated into new q, k and a contiguous v (nope+rope per local head), which
+    // the core attention saves; no op keeps the up-projection outputs themselves (cat,
+    // split and the RoPE multiplies by cos/sin save none of them). With mla_up_proj
+    // recompute q, k, v come from a CheckpointWithoutOutput whose
     // discard_output_and_register_recompute frees their storage once core attention has
     // run, although core attention saved them: recomputed in backward.
     a[kAttnQkv] = c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
     a[kAttnMlaLatent] = act * (c.mla_q_rank + c.mla_kv_rank);
-    a[kAttnMlaUp] = c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
   } else {
     a[kAttnQkv] = act * AttentionQkvWidth(c);
   }

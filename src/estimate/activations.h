@@ -20,7 +20,6 @@ enum ActTensor : int {
   kAttnProbs,        // unfused attention: softmax output(s), [b, heads, sq, sk]
   kAttnProbsDropout, // unfused attention: attention-dropout mask and output
   kAttnMlaLatent,    // MLA down-projection outputs (q/kv latents), saved by the up-projections
-  kAttnMlaUp,        // MLA up-projection outputs (discarded by mla_up_proj recompute)
   kAttnDropoutMask,  // hidden-dropout mask after attention (bool)
   kLn2Input,         // pre-MLP residual, saved for the pre-MLP norm backward
   kLn2Output,        // pre-MLP norm output = linear_fc1 / router input

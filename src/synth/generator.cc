@@ -59,7 +59,6 @@ HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId in
   save(kLn1Output);
   const HandleId g1 = Alloc(z.fwd[kFwdLn1Gather], FwdTransientName(kFwdLn1Gather));
   save(kAttnMlaLatent);
-  save(kAttnMlaUp);
   save(kAttnQkv);
   Free(g1);
   // Unfused attention: the scores GEMM, then the softmax (and dropout) outputs it keeps.
@@ -179,7 +178,7 @@ HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId g
   Free(d_probs);
   Free(d_scores);
   Free(grad_o);
-  for (int s : {int{kAttnSoftmaxStats}, int{kAttnQkv}, kSlotQ, kSlotK, int{kAttnMlaUp}, int{kAttnMlaLatent}}) {
+  for (int s : {int{kAttnSoftmaxStats}, int{kAttnQkv}, kSlotQ, kSlotK, int{kAttnMlaLatent}}) {
     FreeSaved(rec, s);
   }
   const HandleId ln1_g = Alloc(z.attn_bwd[kAttnBwdLn1Gather], AttnBwdTransientName(kAttnBwdLn1Gather));

@@ -310,7 +310,6 @@ TEST(ActivationsTest, MlaUpProjRecomputeFreesTheCoreAttentionsQkv) {
   job.model.recompute_modules = {"mla_up_proj"};
   const auto a = LayerActivations(MakeActContext(job), false, true);
   EXPECT_EQ(a[kAttnQkv], 0);
-  EXPECT_EQ(a[kAttnMlaUp], 0);
   EXPECT_GT(a[kAttnMlaLatent], 0);  // the checkpoint's inputs stay
 }
 }  // namespace
