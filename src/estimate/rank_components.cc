@@ -128,10 +128,13 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
       f.layer[moe][fp8] = LayerActivations(f.act, moe == 1, fp8 == 1);
       f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1, f.layer[moe][fp8]);
       // Fine-grained offloading: the offloaded tensors are held on the host; the layer in
-      // backward has them back on the GPU (part of its working set).
-      const ActBytes off = OffloadedTensors(f.act, moe == 1, f.layer[moe][fp8]);
-      for (int t = 0; t < kNumActTensors; ++t) f.layer[moe][fp8][t] -= off[t];
-      f.workspace[moe][fp8] += SumBytes(off);
+      // backward has them back on the GPU (part of its working set). (Without it
+      // OffloadedTensors is all zeros: skipped.)
+      if (m.fine_grained_activation_offloading) {
+        const ActBytes off = OffloadedTensors(f.act, moe == 1, f.layer[moe][fp8]);
+        for (int t = 0; t < kNumActTensors; ++t) f.layer[moe][fp8][t] -= off[t];
+        f.workspace[moe][fp8] += SumBytes(off);
+      }
       f.layer_total[moe][fp8] = SumBytes(f.layer[moe][fp8]);
       ActTensorList& nonzero = f.layer_tensors[moe][fp8];
       for (int t = 0; t < kNumActTensors; ++t) {
