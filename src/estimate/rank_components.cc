@@ -77,10 +77,15 @@ class ComponentWriter {
     c.name = name;
     c.bytes = bytes;
     c.kind = kind;
-    if (explain_) c.explanation = explanation;
+    if (explain_) Explain(c, explanation);
   }
 
  private:
+  // Only explained estimates copy explanations: out of line, so that the numbers-only path
+  // stays small. Sized once (assigning into the empty string would grow it).
+  [[gnu::noinline]] static void Explain(Component& c, std::string_view explanation) {
+    c.explanation = std::string(explanation);
+  }
   std::vector<Component>& components_;
   bool explain_;
 };
