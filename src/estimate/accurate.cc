@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "activations.h"
 #include "fsdp2_estimate.h"
@@ -62,6 +63,17 @@ bool NeedsFp8Transpose(std::string_view catalog_name) {
   return true;
 }
 
+// NeedsFp8Transpose of catalog entry `gpu`, decided once per entry (the catalog is static;
+// this keeps the six name searches off the estimator's hot path).
+bool CatalogNeedsFp8Transpose(const model::GpuSpec& gpu) {
+  static const std::vector<bool> kNeeds = [] {
+    std::vector<bool> needs;
+    for (const model::GpuSpec& entry : model::AllGpus()) needs.push_back(NeedsFp8Transpose(entry.name));
+    return needs;
+  }();
+  return kNeeds[static_cast<std::size_t>(&gpu - model::AllGpus().data())];
+}
+
 struct GpuFacts {
   std::int64_t capacity_bytes = 0, context_bytes = 0;
   bool fp8_transpose = true;
@@ -73,7 +85,7 @@ Result<GpuFacts> LookUpGpu(const model::Job& job) {
     MEMTUNE_TRY(const model::GpuSpec* found, model::FindGpuEntry(job.memtune.gpu));
     facts.capacity_bytes = found->total_memory_bytes;
     facts.context_bytes = found->cuda_context_bytes;
-    facts.fp8_transpose = NeedsFp8Transpose(found->name);
+    facts.fp8_transpose = CatalogNeedsFp8Transpose(*found);
   }
   if (job.memtune.gpu_memory_bytes) {
     facts.capacity_bytes = *job.memtune.gpu_memory_bytes;

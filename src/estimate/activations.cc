@@ -12,9 +12,8 @@
 #include "memtune/model/parameters.h"
 
 namespace memtune::estimate::internal {
-namespace {
 
-constexpr ActTensorText kTensorInfo[kNumActTensors] = {
+constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
     {"act.ln1_input", "layer input saved for the input-norm backward (TE LayerNormLinear inputmat)"},
     {"act.ln1_output", "input-norm output saved for the linear_qkv wgrad (fp8 local shard under SP)"},
     {"act.attn_qkv", "q, k and v kept by core attention (TE copies v; a checkpoint's v view keeps the linear_qkv output)"},
@@ -42,6 +41,8 @@ constexpr ActTensorText kTensorInfo[kNumActTensors] = {
     {"act.lora_hidden", "LoRA-A outputs (rank-dim activations) saved by LoRA-B"},
     {"act.checkpoint_input", "full recompute: inputs of the checkpointed layers"},
 };
+
+namespace {
 
 // (string_view: the literal's length is known, so most names differ by size alone.)
 bool Contains(const std::vector<std::string>& names, std::string_view name) {
@@ -237,11 +238,10 @@ void FillUnfusedAttention(const model::Job& job, ActContext& c) {
 
 }  // namespace
 
-const char* ActTensorName(ActTensor tensor) { return kTensorInfo[tensor].name.data(); }
+const char* ActTensorName(ActTensor tensor) { return kActTensorTexts[tensor].name.data(); }
 const char* ActTensorExplanation(ActTensor tensor) {
-  return kTensorInfo[tensor].explanation.data();
+  return kActTensorTexts[tensor].explanation.data();
 }
-const ActTensorText& ActTensorTextOf(ActTensor tensor) { return kTensorInfo[tensor]; }
 
 ActContext MakeActContext(const model::Job& job) {
   const auto& m = job.model;

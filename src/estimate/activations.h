@@ -50,7 +50,9 @@ struct ActTensorText {
   std::string_view name;  // views of literals: data() is NUL-terminated
   std::string_view explanation;
 };
-const ActTensorText& ActTensorTextOf(ActTensor tensor);
+// Every tensor's name and explanation, indexed by ActTensor (defined in activations.cc).
+extern const ActTensorText kActTensorTexts[kNumActTensors];
+inline const ActTensorText& ActTensorTextOf(ActTensor tensor) { return kActTensorTexts[tensor]; }
 
 using ActBytes = std::array<std::int64_t, kNumActTensors>;
 

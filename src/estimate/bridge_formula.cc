@@ -246,8 +246,8 @@ Result<std::string> FormatTrainingMemoryEstimate(const TrainingMemoryEstimate& e
     return InvalidInput("unit", "Unsupported memory unit: " + upper, "allowed: MB, GB");
   }
   std::string text = "Theoretical memory footprints: ";
-  const auto part = [&](const std::string& name, double bytes) {
-    return name + "=" + FormatFixed2(bytes / scale) + " " + upper;
+  const auto part = [&](std::string_view name, double bytes) {
+    return std::string(name) + "=" + FormatFixed2(bytes / scale) + " " + upper;
   };
   for (const Component& component : estimate.model_state_components) {
     text += part(component.name, component.memory_bytes) + ", ";

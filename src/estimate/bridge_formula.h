@@ -112,7 +112,7 @@ Result<double> ActivationMemoryBytes(const Config& config,
 
 // MemoryComponentEstimate.
 struct Component {
-  std::string name;
+  std::string_view name;  // a literal (estimate::Component::name views it)
   double parameter_count = 0;
   double parameter_count_per_gpu = 0;
   double bytes_per_parameter = 0;

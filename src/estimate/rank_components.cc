@@ -6,7 +6,6 @@
 #include <string_view>
 #include <vector>
 
-#include "memtune/core/check.h"
 #include "schedule_internal.h"
 #include "workspaces.h"
 
@@ -65,51 +64,38 @@ ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const
   return out;
 }
 
-// The components of one rank, gathered before any string is built: the rank's vector is
-// then reserved to the exact count (one allocation) and each name copied with its length
-// known (names are literals or activations.h's table; no strlen, and no explanation copy
-// when EstimateOptions::with_explanations is off).
-class ComponentList {
+// Appends a rank's nonzero components to its vector, which the caller reserves for all of
+// them (one allocation). Names are views of literals or of activations.h's table, so no
+// name is copied; explanations are copied only with EstimateOptions::with_explanations.
+class ComponentWriter {
  public:
+  ComponentWriter(RankEstimate& r, bool explain) : components_(r.components), explain_(explain) {}
   void operator()(std::string_view name, std::int64_t bytes, ComponentKind kind,
                   std::string_view explanation) {
     if (bytes == 0) return;
-    MEMTUNE_CHECK(size_ < kCapacity, "more rank components than ComponentList::kCapacity");
-    items_[size_++] =
-        Item{name.data(), name.size(), explanation.data(), explanation.size(), bytes, kind};
-  }
-  void AppendTo(RankEstimate& r, bool explain) const {
-    r.components.reserve(size_);
-    for (int i = 0; i < size_; ++i) {
-      const Item& item = items_[i];
-      r.components.emplace_back(Text{item.name, item.name_size}, item.bytes, item.kind, false,
-                                Text{item.explanation, explain ? item.explanation_size : 0});
-    }
+    Component& c = components_.emplace_back();
+    c.name = name;
+    c.bytes = bytes;
+    c.kind = kind;
+    if (explain_) Explain(c, explanation);
   }
 
  private:
-  // Converts to the std::string member it initializes: the string is built in place (a
-  // std::string argument would be built, then moved). Implicit on purpose.
-  struct Text {
-    const char* data;
-    std::size_t size;
-    operator std::string() const { return std::string(data, size); }  // NOLINT
-  };
-  struct Item {  // trivially constructible: the array below is not initialized
-    const char* name;
-    std::size_t name_size;
-    const char* explanation;
-    std::size_t explanation_size;
-    std::int64_t bytes;
-    ComponentKind kind;
-  };
-  // 11 model-state components, every activation tensor, then at most 6 others.
-  static constexpr int kCapacity = 11 + kNumActTensors + 6;
-  std::array<Item, kCapacity> items_;
-  int size_ = 0;
+  // Only explained estimates copy explanations: out of line, so that the numbers-only path
+  // stays small. Sized once (assigning into the empty string would grow it).
+  [[gnu::noinline]] static void Explain(Component& c, std::string_view explanation) {
+    c.explanation = std::string(explanation);
+  }
+  std::vector<Component>& components_;
+  bool explain_;
 };
 
-void PushModelState(ComponentList& push, const ModelStateBytes& s) {
+// PushModelState's components, at most; the backward peak adds at most one per activation
+// tensor and 6 others, the optimizer-step peak 2.
+constexpr int kModelStateComponents = 11;
+constexpr int kBackwardOtherComponents = 6, kStepComponents = 2;
+
+void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
   push("params", s.params_hp, ComponentKind::kParameters,
        "parameters in params_dtype (embeddings, norms, non-fp8 weights, frozen PEFT base)");
   push("params.fp8", s.params_fp8, ComponentKind::kParameters,
@@ -147,10 +133,13 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
       f.layer[moe][fp8] = LayerActivations(f.act, moe == 1, fp8 == 1);
       f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1, f.layer[moe][fp8]);
       // Fine-grained offloading: the offloaded tensors are held on the host; the layer in
-      // backward has them back on the GPU (part of its working set).
-      const ActBytes off = OffloadedTensors(f.act, moe == 1, f.layer[moe][fp8]);
-      for (int t = 0; t < kNumActTensors; ++t) f.layer[moe][fp8][t] -= off[t];
-      f.workspace[moe][fp8] += SumBytes(off);
+      // backward has them back on the GPU (part of its working set). (Without it
+      // OffloadedTensors is all zeros: skipped.)
+      if (m.fine_grained_activation_offloading) {
+        const ActBytes off = OffloadedTensors(f.act, moe == 1, f.layer[moe][fp8]);
+        for (int t = 0; t < kNumActTensors; ++t) f.layer[moe][fp8][t] -= off[t];
+        f.workspace[moe][fp8] += SumBytes(off);
+      }
       f.layer_total[moe][fp8] = SumBytes(f.layer[moe][fp8]);
       ActTensorList& nonzero = f.layer_tensors[moe][fp8];
       for (int t = 0; t < kNumActTensors; ++t) {
@@ -287,9 +276,14 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   r.model_state_bytes = model_state;
   r.expert_bytes = state.expert;
   r.dense_bytes = model_state - state.expert;
-  ComponentList push;
+  const bool backward_peak = r.backward_peak_bytes >= r.step_peak_bytes;
+  const bool one_kind = num_kinds == 1 && checkpoint == 0;  // only the kind's nonzero tensors
+  const int tensors = one_kind ? kind_tensors->size : kNumActTensors;
+  r.components.reserve(kModelStateComponents +
+                       (backward_peak ? tensors + kBackwardOtherComponents : kStepComponents));
+  ComponentWriter push(r, f.with_explanations);
   PushModelState(push, state);
-  if (r.backward_peak_bytes >= r.step_peak_bytes) {
+  if (backward_peak) {
     r.peak_phase = "backward";
     r.activation_bytes = activations;
     r.transient_bytes = backward_transient;
@@ -298,7 +292,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
       const ActTensorText& text = ActTensorTextOf(static_cast<ActTensor>(t));
       push(text.name, held, ComponentKind::kActivations, text.explanation);
     };
-    if (num_kinds == 1 && checkpoint == 0) {  // hot path: only the kind's nonzero tensors
+    if (one_kind) {  // hot path
       for (int i = 0; i < kind_tensors->size; ++i) {
         const int t = kind_tensors->index[i];
         push_tensor(t, kind_n[0] * (*kind_layer[0])[t]);
@@ -329,7 +323,6 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
     push("tmp.fp8_cast", state.fp8_cast_copy, ComponentKind::kTransient,
          "bf16 copies of the fp8 parameters' main shards, made to re-quantize them after the step");
   }
-  push.AppendTo(r, f.with_explanations);
   r.allocated_bytes = std::max(r.backward_peak_bytes, r.step_peak_bytes);
 }
 

@@ -72,21 +72,21 @@ std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
   return major == 9 || major == 10 || major == 12 ? 32 * kMiB : 4096 * 1024 * 2 + 16 * 1024 * 8;
 }
 
-std::string JobComputeCapability(const model::Job& job) {
-  if (job.memtune.gpu.empty()) return "";
+std::string_view JobComputeCapability(const model::Job& job) {
+  if (job.memtune.gpu.empty()) return {};
   auto found = model::FindGpuEntry(job.memtune.gpu);
-  return found ? (*found)->compute_capability : "";
+  return found ? std::string_view((*found)->compute_capability) : std::string_view();
 }
 
 WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act) {
   const auto& m = job.model;
-  const std::string cc = JobComputeCapability(job);
+  const std::string_view cc = JobComputeCapability(job);
   WorkspaceRules r;
   r.te_bytes = TeGemmWorkspaceBytes(cc);
   r.torch_bytes = TorchCublasWorkspaceBytes(cc, job.memtune.env);
   const bool local_spec = m.transformer_impl == "local";
   r.te_layers = !local_spec;
-  r.torch_layers = local_spec || model::CoreAttentionOf(m) != model::CoreAttention::kFused;
+  r.torch_layers = local_spec || act.unfused_attn;  // unfused: CoreAttentionOf(m) != kFused
   r.userbuffers = m.tp_comm_overlap;
   r.grouped_experts = m.num_moe_experts.has_value() && m.moe_grouped_gemm;
   r.attn_scores_bytes = LocalAttentionScoreBuffer(act);

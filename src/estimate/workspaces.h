@@ -29,8 +29,9 @@ std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability);
 std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
                                        const std::map<std::string, std::string>& env);
 
-// The GPU's compute capability from the job's memtune.gpu ("" when none or unknown).
-std::string JobComputeCapability(const model::Job& job);
+// The GPU's compute capability from the job's memtune.gpu ("" when none or unknown); a
+// view of the static GPU catalog.
+std::string_view JobComputeCapability(const model::Job& job);
 
 struct RankWorkspaces {
   std::int64_t te = 0;     // Transformer Engine GEMM workspaces

@@ -34,7 +34,7 @@ ordered_json RankJson(const estimate::RankEstimate& r) {
   j["transient_bytes"] = r.transient_bytes;
   ordered_json components = ordered_json::object(), details = ordered_json::array();
   for (const auto& c : r.components) {
-    components[c.name] = c.bytes;
+    components[std::string(c.name)] = c.bytes;
     details.push_back({{"name", c.name}, {"bytes", c.bytes}, {"kind", KindName(c.kind)},
                        {"expert", c.expert}, {"explanation", c.explanation}});
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memtune/core/result.h"
@@ -30,7 +31,9 @@ enum class ComponentKind { kParameters, kGradients, kOptimizer, kActivations, kL
 
 // One named part of a rank's allocated memory.
 struct Component {
-  std::string name;         // stable key, e.g. "parameters.bf16", "optimizer.exp_avg"
+  // Stable key, e.g. "params.fp8", "opt.exp_avg": a view of static storage (every producer
+  // names its components with literals), so an estimate copies no name strings.
+  std::string_view name;
   std::int64_t bytes = 0;
   ComponentKind kind = ComponentKind::kParameters;
   bool expert = false;      // routed-expert share (the dense/embedding vs expert split)
@@ -52,8 +55,8 @@ struct RankEstimate {
   // When the peak happens: "backward" (first backward after the warm-up forwards, all
   // in-flight activations held) or "optimizer step" (activations freed, optimizer
   // temporaries live); FSDP2 jobs also "loss backward" (the cross-entropy backward's fp32
-  // logits). Empty in the compatibility modes.
-  std::string peak_phase;
+  // logits). Empty in the compatibility modes. A view of a literal, like Component::name.
+  std::string_view peak_phase;
   std::int64_t step_peak_bytes = 0;        // accurate mode: the optimizer-step total
   std::int64_t backward_peak_bytes = 0;    // accurate mode: the forward/backward total
 };
