@@ -29,25 +29,31 @@ std::string SummaryLine(const estimate::ErrorSummary& s) {
 std::string RenderValidateText(const estimate::ValidationReport& report) {
   std::size_t id_width = 4;
   for (const auto& c : report.cases) id_width = std::max(id_width, c.measured.id.size());
-  std::string out = fmt::format("{:<{}} {:<13} {:<5} {:>9} {:>18}", "id", id_width, "metric", "rank",
-                                "measured", "accurate  error");
+  // A column for the memory report a number was read from, when any case has one.
+  const bool after_column =
+      report.after_iterations > 0 ||
+      std::any_of(report.cases.begin(), report.cases.end(),
+                  [](const estimate::CaseResult& c) { return c.measured.after_iterations > 0; });
+  auto after_cell = [&](const estimate::CaseResult& c) -> std::string {
+    if (!after_column) return "";
+    const int n = report.after_iterations > 0 ? report.after_iterations : c.measured.after_iterations;
+    return fmt::format(" {:>5}", n > 0 ? std::to_string(n) : std::string("run"));
+  };
+  std::string out = fmt::format("{:<{}} {:<13} {:<5}{} {:>9} {:>18}", "id", id_width, "metric", "rank",
+                                after_column ? fmt::format(" {:>5}", "after") : std::string(), "measured",
+                                "accurate  error");
   for (const auto& s : report.compare) out += fmt::format(" {:>18}", std::string(estimate::ModeName(s.mode)) + "  error");
   out += "\n";
   for (const auto& c : report.cases) {
-    out += fmt::format("{:<{}} {:<13} {:<5} {:>9} {}", c.measured.id, id_width, c.measured.metric,
-                       c.measured.rank, Gb(c.measured.measured_bytes), Cell(c.accurate));
+    out += fmt::format("{:<{}} {:<13} {:<5}{} {:>9} {}", c.measured.id, id_width, c.measured.metric,
+                       c.measured.rank, after_cell(c), Gb(c.measured.measured_bytes), Cell(c.accurate));
     for (const auto& p : c.compare) out += " " + Cell(p);
     out += "\n";
   }
   out += "(GB = 1e9 bytes; error = (predicted - measured) / measured)\n";
-  if (report.after_iterations > 0) {
-    out += fmt::format("(accurate: each metric as a memory report after {} iteration{} prints it: PyTorch's peaks "
-                       "since start-up through that iteration's optimizer step)\n",
-                       report.after_iterations, report.after_iterations == 1 ? "" : "s");
-  } else if (std::any_of(report.cases.begin(), report.cases.end(),
-                         [](const estimate::CaseResult& c) { return c.measured.after_iterations > 0; })) {
-    out += "(accurate: a case with measured.after_iterations N is predicted as a memory report after N "
-           "iterations prints it)\n";
+  if (after_column) {
+    out += "(after: the number is predicted as a memory report after that many iterations prints it, "
+           "PyTorch's peaks since start-up through that iteration's optimizer step; run: the whole run)\n";
   }
   bool header = false;
   for (const auto& c : report.cases) {
