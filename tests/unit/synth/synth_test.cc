@@ -150,6 +150,21 @@ TEST(SynthTest, InvariantsFullRecompute) {
   CheckInvariants(job);
 }
 
+// LoRA on a frozen fp8 base, with and without the sequence-parallel re-gather: TE keeps the
+// norm outputs it returns to the adapters, LoRA-A its inputs (activations.cc FillLora).
+TEST(SynthTest, InvariantsLora) {
+  for (bool regather : {false, true}) {
+    auto job = Llama70BJob();
+    job.peft = model::PeftConfig{};
+    job.peft->sequence_parallel_input_regather = regather;
+    CheckInvariants(job);
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e);
+    const Recorder rec = Record(job, 1);  // a middle stage: its peak is a layer backward
+    EXPECT_EQ(rec.peak_bytes, e->ranks[1].allocated_bytes) << "regather " << regather;
+  }
+}
+
 TEST(SynthTest, InvariantsUnfusedAttention) {
   for (const char* impl : {"unfused", "local"}) {
     auto job = Llama70BJob();
