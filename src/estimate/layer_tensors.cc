@@ -74,6 +74,20 @@ FwdBytes LayerForwardTransients(const ActContext& c, bool moe_layer, bool fp8_la
   return f;
 }
 
+namespace {
+
+// Per token: the norm output a column-parallel linear's weight gradient gathers in backward
+// (TE layernorm_linear.py: ln_out_needs_gather only when the weight requires grad). A
+// frozen PEFT base computes no weight gradient; its LoRA-A does, from the gathered input
+// it kept, or, with sequence-parallel re-gather, from a new bf16 all-gather of the local
+// shard (MCore's SP linear backward).
+std::int64_t WgradInputGather(const ActContext& c, bool lora_target, std::int64_t gemm_in) {
+  if (!c.frozen_base) return gemm_in * c.h;
+  return lora_target && c.lora_regather && c.hid_div > 1 ? c.act_bytes * c.h : 0;
+}
+
+}  // namespace
+
 BwdBytes LayerBackwardTransients(const ActContext& c, bool moe_layer, bool fp8_layer) {
   fp8_layer = fp8_layer && c.fp8;
   const std::int64_t act = c.act_bytes, gemm_in = fp8_layer ? 1 : c.act_bytes;
@@ -87,7 +101,7 @@ BwdBytes LayerBackwardTransients(const ActContext& c, bool moe_layer, bool fp8_l
   b[kBwdGradFc2In] = act * width;
   b[kBwdGradFc1Out] = act * c.glu_factor * width;
   b[kBwdGradFc1OutFp8] = fp8_layer ? c.glu_factor * width : 0;
-  b[kBwdFc1InGather] = gemm_in * c.h;
+  b[kBwdFc1InGather] = WgradInputGather(c, c.lora_fc1 && !moe_layer, gemm_in);
   b[kBwdFc1Dgrad] = act * c.h;
   for (auto& bytes : b) bytes *= c.tokens;
   return b;
@@ -118,7 +132,7 @@ AttnBwdBytes LayerAttentionBackwardTransients(const ActContext& c, bool fp8_laye
     b[kAttnBwdGradScores] = ((dropout ? act : 0) + (fp32_softmax ? 4 : 0)) * scores;
   }
   b[kAttnBwdGradQkv] = act * qkv;  // attention.py / TE fused attn backward: one dqkv buffer
-  b[kAttnBwdLn1Gather] = gemm_in * c.h;
+  b[kAttnBwdLn1Gather] = WgradInputGather(c, c.lora_qkv, gemm_in);
   b[kAttnBwdQkvDgrad] = act * c.h;
   for (auto& bytes : b) bytes *= c.tokens;
   return b;

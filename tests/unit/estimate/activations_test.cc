@@ -312,5 +312,23 @@ TEST(ActivationsTest, MlaUpProjRecomputeFreesTheCoreAttentionsQkv) {
   EXPECT_EQ(a[kAttnQkv], 0);
   EXPECT_GT(a[kAttnMlaLatent], 0);  // the checkpoint's inputs stay
 }
+// TE gathers a column-parallel linear's saved input for its weight gradient only when the
+// weight requires grad: a frozen PEFT base gathers nothing, its LoRA-A re-gathers its local
+// input only with sequence_parallel_input_regather (bf16).
+TEST(ActivationsTest, WgradInputGatherNeedsATrainableWeightOrARegatheringAdapter) {
+  auto job = TinyJob();  // 4 tokens, h = 8, bf16
+  job.model.tensor_model_parallel_size = 2;
+  job.model.sequence_parallel = true;
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1InGather], 2 * 8 * 4);
+  EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather], 2 * 8 * 4);
+  job.peft = model::PeftConfig{};
+  job.peft->target_modules = {"linear_qkv"};
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1InGather], 0);
+  EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather], 0);
+  job.peft->sequence_parallel_input_regather = true;
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1InGather], 0);  // no fc1 adapter
+  EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather], 2 * 8 * 4);
+}
+
 }  // namespace
 }  // namespace memtune::estimate::internal
