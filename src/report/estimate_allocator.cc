@@ -114,6 +114,19 @@ void AppendForecastText(std::string& out, const estimate::Estimate& e, const syn
     out += "advice: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True first: the native allocator runs out "
            "of memory from fragmentation while expandable segments fit (memory-tuning playbook, Quick "
            "Decision step 1)\n";
+  } else if (!native_oom && !expandable_oom && !own_expandable) {
+    // Both fit and the job runs native: say so when fragmentation costs more than the
+    // native allocator leaves free, the playbook's "close to the memory limit" (Quick
+    // Decision step 1).
+    const std::int64_t native_spare = Spare(f, !own_expandable);
+    const std::int64_t expandable_spare = Spare(f, own_expandable);
+    if (expandable_spare - native_spare > native_spare) {
+      out += fmt::format(
+          "advice: fragmentation costs more than the native allocator leaves free ({} GB spare, {} GB with "
+          "expandable segments): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True first, at no throughput "
+          "cost (memory-tuning playbook, Quick Decision step 1)\n",
+          Gb(native_spare), Gb(expandable_spare));
+    }
   } else if (native_oom && expandable_oom) {
     out += "advice: the job does not fit even with expandable segments: add recompute, raise PP, or shard "
            "more (memory-tuning playbook, Quick Decision steps 3-4)\n";
