@@ -281,15 +281,11 @@ void Generator::BackwardChunk(int c, int mb) {
 void Generator::Startup() {
   label_ = EventLabel{Phase::kStartup, 0, -1, -1, -1, ""};
   std::vector<std::vector<HandleId>> init(rank_.chunks.size());
-  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {  // get_model builds every chunk
-    label_.chunk = static_cast<int>(c);
-    for (const UnitState& u : rank_.chunks[c].units) {
-      label_.layer = u.layer;
-      init[c].push_back(Alloc(u.bytes.params_hp, "param.init"));
-      init[c].push_back(Alloc(u.bytes.params_fp8, "param.init_fp8"));
-      Alloc(u.bytes.buffers, "param.buffer");
-    }
-  }
+  ForEachUnit([&](std::size_t c, const UnitState& u) {  // get_model builds every chunk
+    init[c].push_back(Alloc(u.bytes.params_hp, "param.init"));
+    init[c].push_back(Alloc(u.bytes.params_fp8, "param.init_fp8"));
+    Alloc(u.bytes.buffers, "param.buffer");
+  });
   label_.chunk = 0;
   label_.layer = -1;
   // (Created at the first forward or GEMM of their kind; persistent, so allocated here.)
@@ -310,45 +306,29 @@ void Generator::Startup() {
     Alloc(grads, "ddp.grad_buffer");
     for (HandleId h : init[c]) Free(h);
   }
-  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
-    label_.chunk = static_cast<int>(c);
-    for (const UnitState& u : rank_.chunks[c].units) {
-      label_.layer = u.layer;
-      Alloc(u.bytes.main_params, "optimizer.main_param");
-      Alloc(u.bytes.fp8_transpose, "param.fp8_transpose");
-    }
-  }
+  ForEachUnit([&](std::size_t, const UnitState& u) {
+    Alloc(u.bytes.main_params, "optimizer.main_param");
+    Alloc(u.bytes.fp8_transpose, "param.fp8_transpose");
+  });
 }
 
 void Generator::OptimizerStep() {
   label_ = EventLabel{Phase::kOptimizer, label_.iteration, -1, -1, -1, ""};
-  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
-    label_.chunk = static_cast<int>(c);
-    for (const UnitState& u : rank_.chunks[c].units) {
-      label_.layer = u.layer;
-      step_grads_.push_back(Alloc(u.bytes.step_transient, "optimizer.fp32_grad"));
-    }
-  }
+  ForEachUnit([&](std::size_t, const UnitState& u) {
+    step_grads_.push_back(Alloc(u.bytes.step_transient, "optimizer.fp32_grad"));
+  });
   if (label_.iteration == 0) {  // Adam's state is created at the first step
-    for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
-      label_.chunk = static_cast<int>(c);
-      for (const UnitState& u : rank_.chunks[c].units) {
-        label_.layer = u.layer;
-        Alloc(u.bytes.exp_avg, "optimizer.exp_avg");
-        Alloc(u.bytes.exp_avg_sq, "optimizer.exp_avg_sq");
-      }
-    }
+    ForEachUnit([&](std::size_t, const UnitState& u) {
+      Alloc(u.bytes.exp_avg, "optimizer.exp_avg");
+      Alloc(u.bytes.exp_avg_sq, "optimizer.exp_avg_sq");
+    });
   }
   // Then the fp8 parameters are re-quantized from their main shards, all at once, through
   // params_dtype copies (model_state.h fp8_cast_copy).
   std::vector<HandleId> casts;
-  for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
-    label_.chunk = static_cast<int>(c);
-    for (const UnitState& u : rank_.chunks[c].units) {
-      label_.layer = u.layer;
-      casts.push_back(Alloc(u.bytes.fp8_cast_copy, "optimizer.fp8_cast_copy"));
-    }
-  }
+  ForEachUnit([&](std::size_t, const UnitState& u) {
+    casts.push_back(Alloc(u.bytes.fp8_cast_copy, "optimizer.fp8_cast_copy"));
+  });
   for (HandleId h : casts) Free(h);
 }
 

@@ -37,6 +37,18 @@ class Generator {
   void Save(LayerRec& rec, int tensor, const LayerSizes& z, std::vector<alloc::HandleId>& dropped);
   void FreeSaved(LayerRec& rec, int slot);
 
+  // Calls fn(chunk, unit) for every unit of every model chunk of the rank, in order, with
+  // the label's chunk and layer set to the unit's.
+  template <class Fn>
+  void ForEachUnit(Fn fn) {
+    for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
+      label_.chunk = static_cast<int>(c);
+      for (const UnitState& u : rank_.chunks[c].units) {
+        label_.layer = u.layer;
+        fn(c, u);
+      }
+    }
+  }
   void Startup();
   void OptimizerStep();
   void ZeroGrad();
