@@ -2,7 +2,6 @@
 // generator's events go straight into alloc::Simulator).
 #include "memtune/synth/forecast.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "memtune/alloc/simulator.h"
@@ -17,6 +16,7 @@ class SimulatorSink : public EventSink {
  public:
   SimulatorSink(alloc::Simulator& sim, AllocatorRun& run) : sim_(sim), run_(run) {}
   bool OnEvent(const SynthEvent& e) override {
+    while (iteration_ < e.label.iteration) CloseIteration();
     if (e.op == EventOp::kFree) {
       sim_.Free(e.handle);
       return true;
@@ -31,7 +31,6 @@ class SimulatorSink : public EventSink {
     const alloc::DeviceStats& s = sim_.stats();
     const std::int64_t reserved = s.reserved_bytes[0].current;
     const std::int64_t allocated = s.allocated_bytes[0].current;
-    NoteThroughIteration(e.label.iteration, allocated, reserved, s.active_bytes[0].current);
     if (reserved > run_.peak_reserved_bytes) {
       run_.peak_reserved_bytes = reserved;
       run_.unallocated_at_peak_bytes = reserved - allocated;
@@ -44,19 +43,15 @@ class SimulatorSink : public EventSink {
     return true;
   }
   const EventLabel& peak_label() const { return peak_label_; }
-  // Running maxima by iteration: events come in iteration order (start-up is iteration 0).
-  void NoteThroughIteration(int iteration, std::int64_t allocated, std::int64_t reserved, std::int64_t active) {
-    const std::size_t at = static_cast<std::size_t>(std::max(iteration, 0));
-    for (auto* v : {&run_.peak_allocated_through_iteration_bytes, &run_.peak_reserved_through_iteration_bytes,
-                    &run_.peak_active_through_iteration_bytes}) {
-      while (v->size() <= at) v->push_back(v->empty() ? 0 : v->back());
-    }
-    auto& a = run_.peak_allocated_through_iteration_bytes[at];
-    auto& r = run_.peak_reserved_through_iteration_bytes[at];
-    auto& c = run_.peak_active_through_iteration_bytes[at];
-    a = std::max(a, allocated);
-    r = std::max(r, reserved);
-    c = std::max(c, active);
+  // Records the simulator's peaks (PyTorch's never-reset counters) as those through the
+  // current iteration; events come in iteration order, start-up in iteration 0. Called when
+  // the next iteration's first event arrives and once at the end.
+  void CloseIteration() {
+    const alloc::DeviceStats& s = sim_.stats();
+    run_.peak_allocated_through_iteration_bytes.push_back(s.allocated_bytes[0].peak);
+    run_.peak_reserved_through_iteration_bytes.push_back(s.reserved_bytes[0].peak);
+    run_.peak_active_through_iteration_bytes.push_back(s.active_bytes[0].peak);
+    ++iteration_;
   }
   const EventLabel& allocated_label() const { return allocated_label_; }
 
@@ -64,6 +59,7 @@ class SimulatorSink : public EventSink {
   alloc::Simulator& sim_;
   AllocatorRun& run_;
   EventLabel peak_label_, allocated_label_;
+  int iteration_ = 0;  // the iteration whose events arrive now
 };
 
 AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
@@ -83,8 +79,9 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
   run.peak_event = FormatLabel(sink.peak_label());
   run.peak_active_bytes = sim.stats().active_bytes[0].peak;
   if (allocated_event != nullptr) *allocated_event = FormatLabel(sink.allocated_label());
+  sink.CloseIteration();
   // The trace ends with the next iteration's zero_grad (frees only): keep one entry per
-  // iteration synthesized.
+  // iteration synthesized (fewer after an OOM).
   for (auto* v : {&run.peak_allocated_through_iteration_bytes, &run.peak_reserved_through_iteration_bytes,
                   &run.peak_active_through_iteration_bytes}) {
     if (v->size() > static_cast<std::size_t>(synth.iterations())) v->resize(synth.iterations());
