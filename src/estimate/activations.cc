@@ -345,17 +345,10 @@ std::int64_t LayerBackwardWorkspace(const ActContext& c, bool moe_layer, bool fp
                          c.recompute_moe_act || c.recompute_layernorm || c.recompute_mla_up ||
                          c.recompute_shared;
   if (!selective) return working;
-  ActContext plain = c;
-  plain.recompute_core_attn = plain.recompute_mlp = plain.recompute_moe = false;
-  plain.recompute_moe_act = plain.recompute_layernorm = plain.recompute_mla_up = false;
-  plain.recompute_shared = false;
-  // Tensor by tensor, as the trace replays them (layer_tensors.cc LayerRecomputedTensors):
-  // a re-created tensor is new memory even where another tensor kept in its place is larger
-  // (a checkpoint's q, k, v) or holds the forward's copy (LoRA-A's input to linear_proj).
-  const ActBytes full = LayerActivations(plain, moe_layer, fp8_layer);
-  std::int64_t replay = 0;
-  for (int t = 0; t < kNumActTensors; ++t) replay += std::max<std::int64_t>(0, full[t] - kept[t]);
-  return working + replay;
+  // Tensor by tensor, as the trace replays them: a re-created tensor is new memory even
+  // where another tensor kept in its place is larger (a checkpoint's q, k, v) or holds the
+  // forward's copy (LoRA-A's input to linear_proj).
+  return working + SumBytes(LayerRecomputedTensors(c, moe_layer, fp8_layer, kept));
 }
 
 std::int64_t CheckpointInputBytes(const ActContext& c, bool distribute_saved) {

@@ -151,11 +151,14 @@ std::int64_t SumBytes(const BwdBytes& bytes) {
 }
 
 ActBytes LayerRecomputedTensors(const ActContext& c, bool moe_layer, bool fp8_layer) {
+  return LayerRecomputedTensors(c, moe_layer, fp8_layer, LayerActivations(c, moe_layer, fp8_layer));
+}
+
+ActBytes LayerRecomputedTensors(const ActContext& c, bool moe_layer, bool fp8_layer, const ActBytes& kept) {
   ActContext plain = c;
   plain.recompute_core_attn = plain.recompute_mlp = plain.recompute_moe = false;
   plain.recompute_moe_act = plain.recompute_layernorm = plain.recompute_mla_up = false;
   plain.recompute_shared = false;
-  const ActBytes kept = LayerActivations(c, moe_layer, fp8_layer);
   const ActBytes full = LayerActivations(plain, moe_layer, fp8_layer);
   ActBytes dropped{};
   for (int t = 0; t < kNumActTensors; ++t) dropped[t] = full[t] > kept[t] ? full[t] - kept[t] : 0;

@@ -84,5 +84,7 @@ BwdBytes LayerBackwardTransients(const ActContext& ctx, bool moe_layer, bool fp8
 // Tensors selective recompute drops in forward and re-creates in backward:
 // LayerActivations without recompute minus LayerActivations with it, tensor by tensor.
 ActBytes LayerRecomputedTensors(const ActContext& ctx, bool moe_layer, bool fp8_layer);
+// The same, given the layer's LayerActivations(ctx, moe_layer, fp8_layer) (computed once).
+ActBytes LayerRecomputedTensors(const ActContext& ctx, bool moe_layer, bool fp8_layer, const ActBytes& kept);
 
 }  // namespace memtune::estimate::internal
