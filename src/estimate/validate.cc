@@ -54,11 +54,10 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
     return bad("measured.rank", "must be one of max, rank0, last (got '" + c.rank + "')");
   }
   if (m.contains("after_iterations")) {
-    constexpr int kMaxReportIterations = 1000;
     const json& a = m["after_iterations"];
-    if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > kMaxReportIterations) {
+    if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > kMaxAfterIterations) {
       return bad("measured.after_iterations", "must be a whole number of iterations from 1 to " +
-                                                  std::to_string(kMaxReportIterations) + " (got " + a.dump() + ")");
+                                                  std::to_string(kMaxAfterIterations) + " (got " + a.dump() + ")");
     }
     c.after_iterations = a.get<int>();
   }

@@ -77,7 +77,7 @@ int RunValidate(int argc, char** argv) {
                  "predict each metric as printed by a memory report after N training iterations "
                  "(Megatron's \"(after N iterations) memory\"; 1 excludes Adam's moments until the "
                  "first step) instead of the whole run's peak; accurate mode only")
-      ->check(CLI::Range(1, 20));
+      ->check(CLI::Range(1, estimate::kMaxAfterIterations));
   AddFormatOption(app, format);
   if (int code = ParseArgs(app, argc, argv); code >= 0) return code;
 

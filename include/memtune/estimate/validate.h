@@ -31,6 +31,9 @@ struct ValidationCase {
   int after_iterations = 0;
 };
 
+// The largest measured.after_iterations (and --after-iterations) accepted.
+inline constexpr int kMaxAfterIterations = 1000;
+
 // Parses JSON Lines (blank lines and lines starting with '#' are skipped).
 // Errors: kInvalidInput naming "<source_name>:<line>" and the field (id, job, measured.metric,
 // measured.bytes, measured.rank, measured.after_iterations) with what is allowed; kInvalidInput naming `source_name`
