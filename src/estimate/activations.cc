@@ -268,6 +268,18 @@ ActContext MakeActContext(const model::Job& job) {
   c.moe_act_fused = m.bias_activation_fusion &&
                     (silu_glu || (m.activation_func == "quick_gelu" && m.gated_linear_unit));
   c.act_bytes = (m.bf16 || m.fp16) ? 2 : 4;
+  // TE linear.py / layernorm_linear.py / grouped_linear.py backward without
+  // fuse_wgrad_accumulation: the wgrad GEMM writes a new activation-dtype tensor of the
+  // weight's shape (GroupedLinear: one per local expert, allocated together) and returns it
+  // as the weight's gradient; distributed_data_parallel.py's hook adds it to main_grad and
+  // drops it. PEFT's frozen base computes none.
+  if (!m.gradient_accumulation_fusion && !job.peft) {
+    const std::int64_t local_experts =
+        c.experts / std::max(1, m.expert_model_parallel_size);
+    const std::int64_t expert_in = m.moe_latent_size.value_or(c.h);
+    c.fc1_wgrad_dense = std::int64_t{c.act_bytes} * c.glu_factor * (c.ffn / c.tp) * c.h;
+    c.fc1_wgrad_moe = std::int64_t{c.act_bytes} * local_experts * c.glu_factor * (c.moe_ffn / c.etp) * expert_in;
+  }
   c.mla = m.multi_latent_attention;
   c.mla_q_rank = m.q_lora_rank.value_or(0);
   c.mla_kv_rank = m.kv_lora_rank + m.qk_pos_emb_head_dim;

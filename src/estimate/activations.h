@@ -68,6 +68,10 @@ struct ActContext {
   bool dense_act_fused = true;  // MLP: fused_bias_swiglu / bias_gelu
   bool moe_act_fused = true;    // experts: weighted swiglu / quick-geglu
   int act_bytes = 2;            // activation dtype (bf16/fp16 2, fp32 4)
+  // Without gradient_accumulation_fusion: the linear_fc1 weight gradient the backward
+  // returns (bytes of one rank; a MoE layer's grouped GEMM returns every local expert's at
+  // once), held until MCore's DDP hook adds it to main_grad. 0 with the fusion or PEFT.
+  std::int64_t fc1_wgrad_dense = 0, fc1_wgrad_moe = 0;
   bool mla = false;
   std::int64_t mla_q_rank = 0, mla_kv_rank = 0, mla_qk_width = 0, mla_v_width = 0;
   double hidden_dropout = 0;

@@ -15,7 +15,7 @@ constexpr const char* kFwdNames[kNumFwdTransients] = {
 
 constexpr const char* kBwdNames[kNumBwdTransients] = {
     "bwd.grad_out",        "bwd.grad_gather",  "bwd.grad_fc2_in", "bwd.grad_fc1_out",
-    "bwd.grad_fc1_out_fp8", "bwd.fc1_in_gather", "bwd.fc1_dgrad",
+    "bwd.grad_fc1_out_fp8", "bwd.fc1_in_gather", "bwd.fc1_wgrad", "bwd.fc1_dgrad",
 };
 
 // Columns of the MLP's fc2 input on this rank, per local token: dense f / TP; MoE the
@@ -104,6 +104,7 @@ BwdBytes LayerBackwardTransients(const ActContext& c, bool moe_layer, bool fp8_l
   b[kBwdFc1InGather] = WgradInputGather(c, c.lora_fc1 && !moe_layer, gemm_in);
   b[kBwdFc1Dgrad] = act * c.h;
   for (auto& bytes : b) bytes *= c.tokens;
+  b[kBwdFc1Wgrad] = moe_layer ? c.fc1_wgrad_moe : c.fc1_wgrad_dense;  // (per weight, not token)
   return b;
 }
 

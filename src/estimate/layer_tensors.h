@@ -41,6 +41,7 @@ enum BwdTransient : int {
   kBwdGradFc1Out,    // gradient of the linear_fc1 output (activation backward)
   kBwdGradFc1OutFp8, // its fp8 cast (linear_fc1 dgrad/wgrad input), fp8 layers only
   kBwdFc1InGather,   // SP re-gather of the saved linear_fc1 input for the wgrad
+  kBwdFc1Wgrad,      // the linear_fc1 weight gradient, without gradient_accumulation_fusion
   kBwdFc1Dgrad,      // linear_fc1 dgrad output before the SP reduce-scatter (full tokens)
   kNumBwdTransients,
 };

@@ -64,6 +64,7 @@ struct ModelStateBytes {
   std::int64_t attn_score_buffer = 0;  // MCore local attention's global scores buffer
   std::int64_t te_workspace = 0;       // Transformer Engine GEMM workspaces (workspaces.h)
   std::int64_t torch_workspace = 0;    // PyTorch cuBLAS workspaces (workspaces.h)
+  std::int64_t dummy_wgrad = 0;        // TE's cached weight-gradient placeholders (workspaces.h)
   std::int64_t grads = 0;            // DDP gradient buffers (requires_grad only)
   std::int64_t main_params = 0;      // fp32 master copies (GPU share)
   std::int64_t exp_avg = 0;          // Adam first moment (GPU share)
@@ -75,7 +76,7 @@ struct ModelStateBytes {
   std::int64_t fsdp_gather = 0;      // Megatron-FSDP: unsharded layer params during compute
   std::int64_t Total() const {
     return params_hp + params_fp8 + fp8_transpose + buffers + attn_score_buffer + te_workspace +
-           torch_workspace + grads + main_params + exp_avg + exp_avg_sq;
+           torch_workspace + dummy_wgrad + grads + main_params + exp_avg + exp_avg_sq;
   }
 };
 

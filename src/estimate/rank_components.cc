@@ -92,7 +92,7 @@ class ComponentWriter {
 
 // PushModelState's components, at most; the backward peak adds at most one per activation
 // tensor and 6 others, the optimizer-step peak 2.
-constexpr int kModelStateComponents = 11;
+constexpr int kModelStateComponents = 12;
 constexpr int kBackwardOtherComponents = 6, kStepComponents = 2;
 
 void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
@@ -110,6 +110,9 @@ void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
        "Transformer Engine cuBLAS workspaces (general; userbuffers; grouped expert GEMMs)");
   push("ws.torch_cublas", s.torch_workspace, ComponentKind::kParameters,
        "PyTorch cuBLAS workspaces of the forward and autograd threads' torch GEMMs");
+  push("ws.dummy_wgrad", s.dummy_wgrad, ComponentKind::kParameters,
+       "Transformer Engine's cached weight-gradient placeholders (one per local weight shape, "
+       "from the first backward; gradient_accumulation_fusion)");
   push("grads", s.grads, ComponentKind::kGradients,
        "DDP gradient buffer of requires_grad parameters (fp32 if grad_reduce_in_fp32)");
   push("opt.main", s.main_params, ComponentKind::kOptimizer,
@@ -177,6 +180,16 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   // Megatron-LM CI runs with --cross-entropy-loss-fusion (docs/validation.md).
   const bool compiled_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == "native";
   f.logits_transient = (f.act.act_bytes + (compiled_loss ? 4 : 0)) * vocab_per_rank * tokens;
+  // tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward
+  // without gradient_accumulation_fusion: grad_weight = grad_output.t().matmul(total_input),
+  // [vocab / TP, hidden] in the activation dtype, returned as the weight's gradient and
+  // dropped by the DDP hook. It is made after the loss backward freed the kept logits,
+  // next to the logits gradient and the output layer's input gradient.
+  if (!m.gradient_accumulation_fusion && !job.peft) {
+    f.output_wgrad = std::int64_t{f.act.act_bytes} * vocab_per_rank * m.hidden_size;
+    f.output_backward_extra =
+        std::max<std::int64_t>(0, f.act.act_bytes * hid * tokens + f.output_wgrad - f.logits_per_mb);
+  }
   f.num_microbatches = options.num_microbatches.value_or(model::NumMicrobatches(job));
   f.num_microbatches = std::max<std::int64_t>(1, f.num_microbatches);
   // tensor_parallel/layers.py: with defer_embedding_wgrad_compute the output layer appends
@@ -207,6 +220,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   const RankWorkspaces ws = ComputeRankWorkspaces(f.workspaces, stage, f.params.moe_pattern);
   state.te_workspace = ws.te;
   state.torch_workspace = ws.torch;
+  state.dummy_wgrad = ws.dummy_wgrads.Bytes();
   state.attn_score_buffer = ws.attn_scores;
   std::array<int, 32> live_inline;  // chunks per rank: VPP, rarely above 32
   std::vector<int> live_heap;
@@ -245,7 +259,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
     if (chunk.has_output) {
       output_hidden += f.output_hidden_per_mb * n_live;
       logits += f.logits_per_mb * n_live;
-      logits_transient = f.logits_transient;
+      logits_transient = f.logits_transient + f.output_backward_extra;
       // At the last deferred micro-batch's backward, the earlier ones are held (its own
       // gradient is the logits transient).
       deferred = std::min(f.deferred_microbatches, f.num_microbatches - 1) * f.deferred_wgrad_per_mb;

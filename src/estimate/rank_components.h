@@ -35,6 +35,11 @@ struct JobFacts {
   std::int64_t output_hidden_per_mb = 0;  // final-norm input + output-layer input
   std::int64_t logits_per_mb = 0;       // logits kept for the loss backward
   std::int64_t logits_transient = 0;    // bf16 logits / their gradient, one micro-batch
+  // Without gradient_accumulation_fusion: the output layer's weight gradient (0 with it).
+  std::int64_t output_wgrad = 0;
+  // What the output layer's backward adds on top of the logits gradient, once this micro-
+  // batch's kept logits are freed: its input gradient and output_wgrad (>= 0).
+  std::int64_t output_backward_extra = 0;
   // defer_embedding_wgrad_compute: what one deferred micro-batch keeps until the flush (the
   // logits gradient and the output layer's input), and how many micro-batches defer.
   std::int64_t deferred_wgrad_per_mb = 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "memtune/core/units.h"
 #include "memtune/model/gpu_catalog.h"
@@ -52,7 +53,65 @@ std::optional<std::int64_t> ParseWorkspaceConfig(std::string_view config) {
   return any ? std::optional<std::int64_t>(total) : std::nullopt;
 }
 
+// The local shape of a linear weight on its rank: column-parallel (and vocabulary-parallel)
+// weights split their output rows, row-parallel ones their input columns; expert weights
+// split over expert TP instead of TP.
+WgradShape LocalShape(const model::ParamTensor& t, int tp, int etp, int bytes) {
+  const std::int64_t in = t.in_features, out = t.elements / t.in_features;
+  const std::int64_t split = std::max(1, t.expert ? etp : tp);
+  switch (t.tp_split) {
+    case model::TpSplit::kColumn:
+    case model::TpSplit::kVocab:
+      return {out / split, in, bytes};
+    case model::TpSplit::kRow:
+      return {out, in / split, bytes};
+    case model::TpSplit::kReplicated:
+      break;
+  }
+  return {out, in, bytes};
+}
+
+// Collects the placeholder shapes of the linears whose backward hands autograd one: TE
+// linears (every "linear_*" weight, the latent projections, MTP's eh_proj), not MCore's
+// router (its own autograd function returns a real gradient) and not the embeddings.
+class WgradShapeSink final : public model::ParamTensorSink {
+ public:
+  WgradShapeSink(WgradShapes& out, int tp, int etp, int bytes)
+      : out_(out), tp_(tp), etp_(etp), bytes_(bytes) {}
+  void Add(const model::ParamTensor& t) override {
+    if (t.in_features <= 0 || t.is_buffer || std::strstr(t.name, "router") != nullptr) return;
+    out_.Add(LocalShape(t, tp_, etp_, bytes_));
+  }
+
+ private:
+  WgradShapes& out_;
+  int tp_, etp_, bytes_;
+};
+
 }  // namespace
+
+void WgradShapes::Add(const WgradShape& shape) {
+  if (shape.Bytes() <= 0) return;
+  for (int i = 0; i < count; ++i) {
+    if (shapes[i] == shape) return;
+  }
+  if (count < kMaxWgradShapes) {
+    shapes[count++] = shape;
+  } else {  // (see the header: bytes kept in the last entry)
+    WgradShape& last = shapes[kMaxWgradShapes - 1];
+    last = {1, last.Bytes() + shape.Bytes(), 1};
+  }
+}
+
+void WgradShapes::AddAll(const WgradShapes& other) {
+  for (int i = 0; i < other.count; ++i) Add(other.shapes[i]);
+}
+
+std::int64_t WgradShapes::Bytes() const {
+  std::int64_t total = 0;
+  for (int i = 0; i < count; ++i) total += shapes[i].Bytes();
+  return total;
+}
 
 std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability) {
   return CudaMajor(compute_capability) >= 9 ? 32 * kMiB + 1024 : 4 * kMiB;
@@ -90,18 +149,43 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act) 
   r.userbuffers = m.tp_comm_overlap;
   r.grouped_experts = m.num_moe_experts.has_value() && m.moe_grouped_gemm;
   r.attn_scores_bytes = LocalAttentionScoreBuffer(act);
+  // Placeholders need gradient_accumulation_fusion and a weight gradient: none for PEFT's
+  // frozen base and output layer.
+  if (!job.peft && m.gradient_accumulation_fusion) {
+    const int tp = m.tensor_model_parallel_size, etp = model::ExpertTensorParallelSize(job);
+    const int pbytes = model::DtypeBytes(m.params_dtype);  // TE: weight.dtype
+    WgradShapeSink dense(r.wgrad_dense, tp, etp, pbytes);
+    model::AddTransformerLayerParameters(m, false, dense);
+    if (m.num_moe_experts.value_or(0) > 0) {
+      WgradShapeSink moe(r.wgrad_moe, tp, etp, pbytes);
+      model::AddTransformerLayerParameters(m, true, moe);
+    }
+    // MCore layers.py: get_dummy_wgrad(main_grad.shape, input.dtype). The weight is
+    // [vocab / TP, hidden] whether it is the output layer's own or the tied embedding.
+    const std::int64_t vocab = model::PaddedVocabSize(job);
+    r.wgrad_output.Add({vocab / std::max(1, tp), m.hidden_size, act.act_bytes});
+    if (m.mtp_num_layers.value_or(0) > 0) {
+      WgradShapeSink mtp(r.wgrad_mtp, tp, etp, pbytes);
+      model::AddMtpExtraParameters(m, mtp);
+    }
+  }
   return r;
 }
 
 RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
                                      const std::vector<bool>& moe_pattern) {
-  bool layers = false, moe = false, output = false;
+  bool layers = false, moe = false, dense = false, output = false, mtp = false;
   for (const ModelChunk& c : chunks) {
     layers = layers || c.num_layers + c.num_mtp_layers > 0;
     output = output || c.has_output;
-    const int end = std::min(c.first_layer + c.num_layers, static_cast<int>(moe_pattern.size()));
-    for (int i = c.first_layer; i < end && !moe; ++i) moe = moe_pattern[i];
+    mtp = mtp || c.num_mtp_layers > 0;
+    const int patterned = std::min(c.num_layers, std::max(0, static_cast<int>(moe_pattern.size()) - c.first_layer));
+    dense = dense || patterned < c.num_layers;  // past the pattern's end: dense
+    for (int i = c.first_layer; i < c.first_layer + patterned && !(moe && dense); ++i) {
+      (moe_pattern[i] ? moe : dense) = true;
+    }
     if (c.num_mtp_layers > 0 && !moe_pattern.empty()) moe = true;  // MTP blocks are MoE too
+    if (c.num_mtp_layers > 0 && moe_pattern.empty()) dense = true;
   }
   RankWorkspaces w;
   if (layers && rules.te_layers) {
@@ -112,6 +196,10 @@ RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<cons
   }
   if (output || moe || (layers && rules.torch_layers)) w.torch = 2 * rules.torch_bytes;
   if (layers) w.attn_scores = rules.attn_scores_bytes;
+  if (dense) w.dummy_wgrads.AddAll(rules.wgrad_dense);
+  if (moe) w.dummy_wgrads.AddAll(rules.wgrad_moe);
+  if (mtp) w.dummy_wgrads.AddAll(rules.wgrad_mtp);
+  if (output) w.dummy_wgrads.AddAll(rules.wgrad_output);
   return w;
 }
 

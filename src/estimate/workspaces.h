@@ -4,6 +4,7 @@
 // estimator; docs/estimator.md "Library workspaces").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -33,10 +34,37 @@ std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
 // view of the static GPU catalog.
 std::string_view JobComputeCapability(const model::Job& job);
 
+// Weight-gradient placeholders. With gradient_accumulation_fusion a Transformer Engine
+// linear's backward (and MCore's ColumnParallelLinear's: the output layer) accumulates the
+// weight gradient into main_grad itself and hands autograd a placeholder from TE's
+// process-wide cache instead (TE module/base.py get_dummy_wgrad, TE >= 2.3: one tensor per
+// (main_grad shape, dtype), created at the first backward that asks for it and never
+// freed; MCore tensor_parallel/layers.py uses it since 2025-08). MCore's DDP hook then
+// drops param.grad, so the placeholder is all that stays. A rank holds one per distinct
+// local weight shape: qkv, proj, fc1 and fc2 of a dense layer are four, however many layers.
+struct WgradShape {
+  std::int64_t rows = 0, cols = 0;  // the local (TP/ETP-sharded) weight shape
+  int bytes = 2;                    // dtype bytes
+  std::int64_t Bytes() const { return rows * cols * bytes; }
+  bool operator==(const WgradShape&) const = default;
+};
+// The distinct shapes of one source, or of a rank (more than kMaxWgradShapes distinct
+// shapes is beyond any layer this estimator builds; Add() then counts the extra ones into
+// the last entry, so no byte is lost).
+inline constexpr int kMaxWgradShapes = 24;
+struct WgradShapes {
+  std::array<WgradShape, kMaxWgradShapes> shapes{};
+  int count = 0;
+  void Add(const WgradShape& shape);             // no-op when already present
+  void AddAll(const WgradShapes& other);
+  std::int64_t Bytes() const;                    // sum over the distinct shapes
+};
+
 struct RankWorkspaces {
   std::int64_t te = 0;     // Transformer Engine GEMM workspaces
   std::int64_t torch = 0;  // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
   std::int64_t attn_scores = 0;  // MCore local attention's global score buffer
+  WgradShapes dummy_wgrads;      // TE's cached weight-gradient placeholders (above)
 };
 
 // The job-level part of the rules below (ComputeRankWorkspaces), resolved once per job.
@@ -47,6 +75,11 @@ struct WorkspaceRules {
   bool userbuffers = false;      // tp_comm_overlap
   bool grouped_experts = false;  // MoE with moe_grouped_gemm
   std::int64_t attn_scores_bytes = 0;  // LocalAttentionScoreBuffer (0 unless local attention)
+  // Placeholder shapes of each part a rank can build (empty with PEFT: frozen weights get no
+  // weight gradient; the adapters' few small shapes are left out).
+  WgradShapes wgrad_dense, wgrad_moe;  // one dense / MoE transformer layer's linears
+  WgradShapes wgrad_output;            // the output layer (input dtype), when trainable
+  WgradShapes wgrad_mtp;               // an MTP block's eh_proj
 };
 // `act`: MakeActContext(job).
 WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act);
@@ -61,6 +94,8 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act);
 //   every linear of the local layer spec.
 // - MCore local attention (DotProductAttention): the global memory buffer its scores GEMM
 //   writes into, one per rank with layers (activations.h LocalAttentionScoreBuffer).
+// - Weight-gradient placeholders: the union of the shapes of the parts the rank builds
+//   (dense layers, MoE layers, output layer, MTP blocks).
 // `moe_pattern`: model::MoeLayerPattern (true = MoE layer), empty for dense models.
 RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
                                      const std::vector<bool>& moe_pattern);

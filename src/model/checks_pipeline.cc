@@ -246,6 +246,16 @@ Violations DeferEmbeddingWgrad(const Job& job) {
                     "set defer_embedding_wgrad_compute: false"}};
 }
 
+Violations DeferEmbeddingWgradFusion(const Job& job) {
+  const auto& m = job.model;
+  if (!m.defer_embedding_wgrad_compute || m.gradient_accumulation_fusion) return {};
+  return {Violation{{{"model.defer_embedding_wgrad_compute", "true"},
+                     {"model.gradient_accumulation_fusion", "false"}},
+                    "Cannot defer embedding wgrad compute when gradient accumulation fusion is "
+                    "not used",
+                    "set defer_embedding_wgrad_compute: false or gradient_accumulation_fusion: true"}};
+}
+
 // True when the interleaved schedule runs: PP > 1 and VPP set, or a layout with several
 // stages per rank.
 bool Interleaved(const Job& job) {
@@ -345,6 +355,10 @@ constexpr Rule kRules[] = {
       "defer_embedding_wgrad_compute requires PP > 1", "defer_embedding_wgrad_compute: false",
       kMcoreParallel},
      DeferEmbeddingWgrad},
+    {{"pipeline.defer-embedding-wgrad-fusion", Severity::kError, RuleScope::kMegatron,
+      "defer_embedding_wgrad_compute requires gradient_accumulation_fusion",
+      "defer_embedding_wgrad_compute: false", kMcoreParallel},
+     DeferEmbeddingWgradFusion},
     {{"pipeline.microbatch-group", Severity::kError, RuleScope::kMegatron,
       "interleaved schedule: PP <= microbatch group <= micro-batches, remainder 0 or >= PP",
       "raise global_batch_size or change microbatch_group_size_per_vp_stage",

@@ -29,6 +29,9 @@ bool LearnedPositions(const Job& j) {
 bool FusableActivation(const Job& j) {  // where unfused activations keep more (gated, MoE)
   return j.model.gated_linear_unit || IsMoe(j);
 }
+bool TrainsMegatronWeights(const Job& j) {  // weight gradients through MCore's DDP hooks
+  return !j.peft && j.memtune.framework == Framework::kMegatron;
+}
 bool LocalUnfusedAttention(const Job& j) {
   return CoreAttentionOf(j.model) == CoreAttention::kLocal;
 }
@@ -264,6 +267,8 @@ std::vector<FieldSpec> ParallelFields() {
       m.Bool("tp_comm_overlap", &ModelConfig::tp_comm_overlap),
       m.Bool("defer_embedding_wgrad_compute", &ModelConfig::defer_embedding_wgrad_compute),
       m.Int("wgrad_deferral_limit", &ModelConfig::wgrad_deferral_limit, 0, kMaxParallel),
+      Memory(m.Bool("gradient_accumulation_fusion", &ModelConfig::gradient_accumulation_fusion),
+             "Megatron-LM arguments.py and Bridge GPTModelProvider", TrainsMegatronWeights),
   };
 }
 

@@ -39,6 +39,7 @@ constexpr KnownFlag kKnownFlags[] = {
     {"tp-comm-overlap", Arity::kSwitch},
     {"overlap-moe-expert-parallel-comm", Arity::kSwitch},
     {"defer-embedding-wgrad-compute", Arity::kSwitch},
+    {"no-gradient-accumulation-fusion", Arity::kSwitch},
     {"microbatch-group-size-per-virtual-pipeline-stage", Arity::kValue},
     {"wgrad-deferral-limit", Arity::kValue},
     // Architecture.

@@ -206,6 +206,8 @@ Status Parallel(const FlagReader& r, YAML::Node& m) {
         {"defer-embedding-wgrad-compute", "defer_embedding_wgrad_compute"}}) {
     if (r.Switch(flag)) m[field] = true;
   }
+  // arguments.py: --no-gradient-accumulation-fusion (store_false, default on).
+  if (r.Switch("no-gradient-accumulation-fusion")) m["gradient_accumulation_fusion"] = false;
   // arguments.py validate_args: "Disabling sequence parallelism because tensor model
   // parallelism is disabled" (TP 1 turns sequence_parallel off).
   if (!m["tensor_model_parallel_size"] || m["tensor_model_parallel_size"].as<std::int64_t>() == 1) {

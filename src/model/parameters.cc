@@ -41,6 +41,14 @@ class PlacedSink final : public ParamTensorSink {
 ParamTensor Linear(const char* name, std::int64_t in, std::int64_t out, TpSplit split) {
   ParamTensor t{name, in * out};
   t.tp_split = split;
+  t.in_features = in;
+  return t;
+}
+
+// A lookup table [rows, width] (word and position embeddings): no in_features.
+ParamTensor Table(const char* name, std::int64_t rows, std::int64_t width, TpSplit split) {
+  ParamTensor t{name, rows * width};
+  t.tp_split = split;
   return t;
 }
 
@@ -264,14 +272,14 @@ void AddTransformerLayerParameters(const ModelConfig& model, bool moe_layer, Par
 
 void AddEmbeddingParameters(const ModelConfig& model, std::int64_t vocab, ParamTensorSink& out) {
   ParamTensor word =
-      Linear("embedding.word_embeddings.weight", vocab, model.hidden_size, TpSplit::kVocab);
+      Table("embedding.word_embeddings.weight", vocab, model.hidden_size, TpSplit::kVocab);
   word.placement = ParamPlacement::kEmbedding;
   out.Add(word);
   if (model.position_embedding_type == "learned_absolute") {
     const std::int64_t positions =
         model.max_position_embeddings > 0 ? model.max_position_embeddings : model.seq_length;
-    ParamTensor pos = Linear("embedding.position_embeddings.weight", positions, model.hidden_size,
-                             TpSplit::kReplicated);
+    ParamTensor pos = Table("embedding.position_embeddings.weight", positions, model.hidden_size,
+                            TpSplit::kReplicated);
     pos.placement = ParamPlacement::kEmbedding;
     out.Add(pos);
   }
@@ -282,7 +290,7 @@ void AddOutputParameters(const ModelConfig& model, std::int64_t vocab, ParamTens
   AddNorm(final_norm, model, model.hidden_size, "decoder.final_layernorm.weight",
           "decoder.final_layernorm.bias");
   if (!model.share_embeddings_and_output_weights) {
-    ParamTensor output = Linear("output_layer.weight", vocab, model.hidden_size, TpSplit::kVocab);
+    ParamTensor output = Linear("output_layer.weight", model.hidden_size, vocab, TpSplit::kVocab);
     output.placement = ParamPlacement::kOutput;
     out.Add(output);
   }

@@ -249,11 +249,19 @@ void Generator::BackwardChunk(int c, int mb) {
   const ChunkPlan& chunk = rank_.chunks[c];
   ChunkRec& rec = recs_[c * plan_.num_microbatches + mb];
   label_ = EventLabel{Phase::kBackward, label_.iteration, c, mb, -1, ""};
+  if (!dummy_wgrads_made_) {  // TE's cached placeholders, from the rank's first backward on
+    dummy_wgrads_made_ = true;
+    const est::WgradShapes& dummies = rank_.workspaces.dummy_wgrads;
+    for (int i = 0; i < dummies.count; ++i) Alloc(dummies.shapes[i].Bytes(), "ws.dummy_wgrad");
+  }
   HandleId grad;
   if (chunk.has_output) {
     const HandleId grad_logits = Alloc(plan_.facts.logits_transient, "bwd.grad_logits");
     Free(rec.logits);
     grad = Alloc(plan_.local_hidden, "bwd.grad_final_norm");
+    // Without gradient_accumulation_fusion: the output layer's weight gradient, until the
+    // DDP hook adds it to main_grad (JobFacts::output_wgrad).
+    Free(Alloc(plan_.facts.output_wgrad, "bwd.output_wgrad"));
     if (mb < plan_.facts.deferred_microbatches) {  // kept for the wgrad after the flush
       deferred_.push_back(Alloc(plan_.facts.deferred_wgrad_per_mb, "wgrad.deferred_output_layer"));
     }

@@ -66,6 +66,7 @@ class Generator {
   std::vector<ChunkRec> recs_;             // [chunk * m + mb]
   std::vector<alloc::HandleId> step_grads_;
   std::vector<alloc::HandleId> deferred_;  // defer_embedding_wgrad_compute buffers
+  bool dummy_wgrads_made_ = false;         // TE's weight-gradient placeholders allocated
 };
 
 }  // namespace memtune::synth

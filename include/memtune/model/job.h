@@ -108,6 +108,9 @@ struct ModelConfig {
   bool tp_comm_overlap = false;
   bool defer_embedding_wgrad_compute = false;
   int wgrad_deferral_limit = 0;  // micro-batches whose output-layer wgrad is deferred; 0 = all
+  // Weight gradients accumulate straight into the DDP grad buffer (main_grad); off, each
+  // linear's backward returns a weight-sized gradient that MCore's DDP hook adds and frees.
+  bool gradient_accumulation_fusion = true;
 
   // Memory levers.
   RecomputeGranularity recompute_granularity = RecomputeGranularity::kNone;

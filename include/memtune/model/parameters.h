@@ -43,6 +43,9 @@ struct ParamTensor {
   // A persistent buffer rather than an nn.Parameter (MCore's router `expert_bias`): it is
   // in the checkpoint and in memory (fp32), but gets no gradient and no optimizer state.
   bool is_buffer = false;
+  // Linear weights: the input width (unsharded; the output width is elements / in_features).
+  // 0 for every other tensor (embeddings are tables, not linears, and leave it 0 too).
+  std::int64_t in_features = 0;
   std::int64_t Total() const { return elements * count; }
 };
 

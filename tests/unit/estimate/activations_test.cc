@@ -330,5 +330,24 @@ TEST(ActivationsTest, WgradInputGatherNeedsATrainableWeightOrARegatheringAdapter
   EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather], 2 * 8 * 4);
 }
 
+// Without gradient_accumulation_fusion the fc1 backward returns the weight gradient as a
+// new tensor (TE linear backward); a grouped-GEMM MoE layer returns every local expert's.
+TEST(ActivationsTest, Fc1WeightGradientIsATransientOnlyWithoutTheFusion) {
+  auto job = TinyJob();  // h = 8, ffn 16 gated, bf16
+  job.model.tensor_model_parallel_size = 2;
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1Wgrad], 0);
+  job.model.gradient_accumulation_fusion = false;
+  // [2 x 16 / TP, 8] in bf16.
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1Wgrad], 2 * 2 * 8 * 8);
+  job.model.num_moe_experts = 8;
+  job.model.moe_ffn_hidden_size = 4;
+  job.model.expert_model_parallel_size = 2;
+  job.model.expert_tensor_parallel_size = 1;
+  // 4 local experts x [2 x 4, 8] in bf16.
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), true, false)[kBwdFc1Wgrad], 4 * 2 * 2 * 4 * 8);
+  job.peft = model::PeftConfig{};  // frozen base: no weight gradient
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1Wgrad], 0);
+}
+
 }  // namespace
 }  // namespace memtune::estimate::internal

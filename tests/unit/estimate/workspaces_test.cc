@@ -10,6 +10,7 @@
 namespace memtune::estimate::internal {
 namespace {
 
+using testing::Llama70BJob;
 using testing::TinyJob;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
@@ -84,6 +85,71 @@ TEST(WorkspacesTest, WhichRanksHoldWhich) {
   EXPECT_EQ(w.torch, 20);
   EXPECT_EQ(w.attn_scores, 1000);  // the local core attention's score buffer
   EXPECT_EQ(Compute(job, {empty}, dense).attn_scores, 0);  // no layers, no attention
+}
+
+// TE's cached weight-gradient placeholders: one per distinct local weight shape.
+TEST(WorkspacesTest, DummyWgradsAreOnePerLocalWeightShape) {
+  auto job = Llama70BJob();
+  job.model.tensor_model_parallel_size = 4;
+  job.model.pipeline_model_parallel_size = 4;
+  const std::vector<bool> dense;
+  const ModelChunk middle{0, 20, 20, false, false, 0}, last{4, 76, 4, false, true, 0};
+  // linear_qkv [(64 + 2*8)*128/4, 8192], linear_proj [8192, 64*128/4], linear_fc1
+  // [2*28672/4, 8192], linear_fc2 [8192, 28672/4], bf16; however many layers.
+  const std::int64_t layer = 2 * (2560LL * 8192 + 8192LL * 2048 + 14336LL * 8192 + 8192LL * 7168);
+  auto w = Compute(job, {middle}, dense);
+  EXPECT_EQ(w.dummy_wgrads.count, 4);
+  EXPECT_EQ(w.dummy_wgrads.Bytes(), layer);
+  // The output layer's [128512 / 4, 8192] (the vocabulary padded to 128 x TP; MCore's
+  // ColumnParallelLinear, in the input dtype).
+  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrads.Bytes(), layer + 2 * 32128LL * 8192);
+  // No placeholder without gradient_accumulation_fusion or for PEFT's frozen weights.
+  job.model.gradient_accumulation_fusion = false;
+  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrads.Bytes(), 0);
+  job.model.gradient_accumulation_fusion = true;
+  job.peft = model::PeftConfig{};
+  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrads.Bytes(), 0);
+}
+
+TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
+  auto job = TinyJob();  // a non-gated MLP: fc1 [4h, h] and fc2 [h, 4h] have equal sizes
+  job.model.gated_linear_unit = false;
+  job.model.ffn_hidden_size = 4 * job.model.hidden_size;
+  const std::int64_t h = job.model.hidden_size;
+  const ModelChunk first{0, 0, 1, true, false, 0};
+  const auto w = Compute(job, {first}, {});
+  int mlp_shapes = 0;
+  for (int i = 0; i < w.dummy_wgrads.count; ++i) {
+    const WgradShape& s = w.dummy_wgrads.shapes[i];
+    if (s.rows * s.cols == 4 * h * h) ++mlp_shapes;
+  }
+  EXPECT_EQ(mlp_shapes, 2);
+  // A MoE layer: linear_qkv [24, 8] and linear_proj [8, 8]; the experts' fc1 and fc2 are
+  // [8, 8] too (moe_ffn = h, not gated), so one placeholder serves all four; the router
+  // returns a real gradient and has none.
+  job.model.num_moe_experts = 8;
+  job.model.moe_ffn_hidden_size = h;
+  EXPECT_EQ(Compute(job, {first}, {true}).dummy_wgrads.Bytes(), 2 * (24 * 8 + 8 * 8));
+  EXPECT_EQ(Compute(job, {first}, {false}).dummy_wgrads.Bytes(),
+            2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));
+}
+
+TEST(WorkspacesTest, WgradShapesCountEachShapeOnceAndKeepOverflowBytes) {
+  WgradShapes shapes;
+  shapes.Add({2, 3, 2});
+  shapes.Add({2, 3, 2});
+  shapes.Add({3, 2, 2});
+  shapes.Add({2, 3, 4});  // another dtype
+  EXPECT_EQ(shapes.count, 3);
+  EXPECT_EQ(shapes.Bytes(), 12 + 12 + 24);
+  WgradShapes many;
+  std::int64_t total = 0;
+  for (int i = 1; i <= kMaxWgradShapes + 5; ++i) {
+    many.Add({i, 1, 1});
+    total += i;
+  }
+  EXPECT_EQ(many.count, kMaxWgradShapes);
+  EXPECT_EQ(many.Bytes(), total);
 }
 
 }  // namespace

@@ -91,6 +91,10 @@ const std::map<std::string, FailingCase>& Cases() {
          j.model.virtual_pipeline_model_parallel_size.reset();
          j.model.defer_embedding_wgrad_compute = true;
        }}},
+      {"pipeline.defer-embedding-wgrad-fusion", {[](Job& j) {
+         j.model.defer_embedding_wgrad_compute = true;
+         j.model.gradient_accumulation_fusion = false;
+       }}},
       {"pipeline.microbatch-group", {[](Job& j) { j.train.global_batch_size = 6; }}},
       {"moe.ep-needs-experts", {[](Job& j) { j.model.expert_model_parallel_size = 2; }}},
       {"moe.experts-positive", {[](Job& j) { j.model.num_moe_experts = 0; }}},

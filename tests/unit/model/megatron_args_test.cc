@@ -161,6 +161,10 @@ TEST(MegatronArgsTest, BiasActivationFusionFollowsTheActivation) {
   // validate_args: no bias-GeLU fusion without linear biases.
   EXPECT_FALSE(Convert("--disable-bias-linear").job["model"]["bias_activation_fusion"].as<bool>());
   EXPECT_FALSE(Convert("--no-bias-gelu-fusion").job["model"]["bias_activation_fusion"].as<bool>());
+  // arguments.py --no-gradient-accumulation-fusion (store_false; absent: the default, on).
+  EXPECT_FALSE(Convert("--no-gradient-accumulation-fusion")
+                   .job["model"]["gradient_accumulation_fusion"].as<bool>());
+  EXPECT_FALSE(Convert("--hidden-size 8").job["model"]["gradient_accumulation_fusion"]);
 }
 
 TEST(MegatronArgsTest, MoeMlaMtpAndPatterns) {

@@ -256,6 +256,46 @@ TEST(SynthTest, StepRequantizesFp8ParamsThroughBf16CopiesAfterAdam) {
   }
 }
 
+// gradient_accumulation_fusion on (the default): TE's cached placeholders, made at the
+// rank's first backward and kept; off: each fc1 backward (and the output layer's) returns a
+// weight-sized gradient that the DDP hook frees, and nothing is cached.
+TEST(SynthTest, WeightGradientsWithAndWithoutAccumulationFusion) {
+  for (bool fusion : {true, false}) {
+    auto job = Llama70BJob();
+    job.model.tensor_model_parallel_size = 4;
+    job.model.gradient_accumulation_fusion = fusion;
+    CheckInvariants(job);
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e);
+    const int last = static_cast<int>(e->ranks.size()) - 1;
+    const Recorder rec = Record(job, last, true);
+    std::int64_t dummies = 0, fc1_wgrad = 0, output_wgrad = 0;
+    for (const auto& ev : rec.events) {
+      if (ev.op != EventOp::kAlloc) continue;
+      const std::string t = ev.label.tensor;
+      if (t == "ws.dummy_wgrad") {
+        EXPECT_EQ(ev.label.iteration, 0);
+        EXPECT_EQ(ev.label.phase, Phase::kBackward);
+        dummies += ev.bytes;
+      }
+      if (t == "bwd.fc1_wgrad") fc1_wgrad = std::max(fc1_wgrad, ev.bytes);
+      if (t == "bwd.output_wgrad") output_wgrad = std::max(output_wgrad, ev.bytes);
+    }
+    std::int64_t component = 0;
+    for (const auto& c : e->ranks[last].components) {
+      if (c.name == "ws.dummy_wgrad") component = c.bytes;
+    }
+    EXPECT_EQ(dummies, component) << "fusion " << fusion;
+    const std::int64_t layer_shapes = 2 * (2560LL * 8192 + 8192LL * 2048 + 14336LL * 8192 + 8192LL * 7168);
+    EXPECT_EQ(dummies, fusion ? layer_shapes + 2 * 32128LL * 8192 : 0);
+    EXPECT_EQ(fc1_wgrad, fusion ? 0 : 2 * 14336LL * 8192);  // [2 x 28672 / 4, 8192] bf16
+    EXPECT_EQ(output_wgrad, fusion ? 0 : 2 * 32128LL * 8192);
+    // A middle stage's peak is a layer backward: the trace's equals the estimator's
+    // (docs/estimator.md "Peak allocated from the trace"), fc1's gradient included.
+    EXPECT_EQ(Record(job, 1).peak_bytes, e->ranks[1].allocated_bytes) << "fusion " << fusion;
+  }
+}
+
 TEST(SynthTest, RejectsZeroIterations) {
   SynthOptions options;
   options.iterations = 0;
