@@ -220,7 +220,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   const RankWorkspaces ws = ComputeRankWorkspaces(f.workspaces, stage, f.params.moe_pattern);
   state.te_workspace = ws.te;
   state.torch_workspace = ws.torch;
-  state.dummy_wgrad = ws.dummy_wgrads.Bytes();
+  state.dummy_wgrad = ws.dummy_wgrad;
   state.attn_score_buffer = ws.attn_scores;
   std::array<int, 32> live_inline;  // chunks per rank: VPP, rarely above 32
   std::vector<int> live_heap;

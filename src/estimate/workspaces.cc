@@ -168,8 +168,42 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act) 
       WgradShapeSink mtp(r.wgrad_mtp, tp, etp, pbytes);
       model::AddMtpExtraParameters(m, mtp);
     }
+    int available = 0;  // the sources with any shape
+    if (r.wgrad_dense.count > 0) available |= kWgradDense;
+    if (r.wgrad_moe.count > 0) available |= kWgradMoe;
+    if (r.wgrad_output.count > 0) available |= kWgradOutput;
+    if (r.wgrad_mtp.count > 0) available |= kWgradMtp;
+    // Each mask's bytes: its sources' shapes, a shape counted in the first source that has it.
+    const WgradShapes* sources[4] = {&r.wgrad_dense, &r.wgrad_moe, &r.wgrad_output, &r.wgrad_mtp};
+    for (int mask = 1; mask < kWgradSourceMasks; ++mask) {
+      if ((mask & available) != mask) continue;
+      std::int64_t bytes = 0;
+      for (int src = 0; src < 4; ++src) {
+        if (!(mask & (1 << src))) continue;
+        const WgradShapes& list = *sources[src];
+        for (int i = 0; i < list.count; ++i) {
+          bool seen = false;
+          for (int prev = 0; prev < src && !seen; ++prev) {
+            if (!(mask & (1 << prev))) continue;
+            const WgradShapes& earlier = *sources[prev];
+            for (int j = 0; j < earlier.count && !seen; ++j) seen = earlier.shapes[j] == list.shapes[i];
+          }
+          if (!seen) bytes += list.shapes[i].Bytes();
+        }
+      }
+      r.wgrad_bytes[mask] = bytes;
+    }
   }
   return r;
+}
+
+WgradShapes DummyWgradShapes(const WorkspaceRules& rules, int sources) {
+  WgradShapes shapes;
+  if (sources & kWgradDense) shapes.AddAll(rules.wgrad_dense);
+  if (sources & kWgradMoe) shapes.AddAll(rules.wgrad_moe);
+  if (sources & kWgradMtp) shapes.AddAll(rules.wgrad_mtp);
+  if (sources & kWgradOutput) shapes.AddAll(rules.wgrad_output);
+  return shapes;
 }
 
 RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
@@ -196,10 +230,9 @@ RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<cons
   }
   if (output || moe || (layers && rules.torch_layers)) w.torch = 2 * rules.torch_bytes;
   if (layers) w.attn_scores = rules.attn_scores_bytes;
-  if (dense) w.dummy_wgrads.AddAll(rules.wgrad_dense);
-  if (moe) w.dummy_wgrads.AddAll(rules.wgrad_moe);
-  if (mtp) w.dummy_wgrads.AddAll(rules.wgrad_mtp);
-  if (output) w.dummy_wgrads.AddAll(rules.wgrad_output);
+  w.wgrad_sources = (dense ? kWgradDense : 0) | (moe ? kWgradMoe : 0) |
+                    (output ? kWgradOutput : 0) | (mtp ? kWgradMtp : 0);
+  w.dummy_wgrad = rules.wgrad_bytes[w.wgrad_sources];
   return w;
 }
 

@@ -60,11 +60,16 @@ struct WgradShapes {
   std::int64_t Bytes() const;                    // sum over the distinct shapes
 };
 
+// The parts of a rank that bring placeholder shapes, as bits of a source mask.
+enum WgradSource : int { kWgradDense = 1, kWgradMoe = 2, kWgradOutput = 4, kWgradMtp = 8 };
+inline constexpr int kWgradSourceMasks = 16;
+
 struct RankWorkspaces {
   std::int64_t te = 0;     // Transformer Engine GEMM workspaces
   std::int64_t torch = 0;  // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
   std::int64_t attn_scores = 0;  // MCore local attention's global score buffer
-  WgradShapes dummy_wgrads;      // TE's cached weight-gradient placeholders (above)
+  std::int64_t dummy_wgrad = 0;  // TE's cached weight-gradient placeholders (above), bytes
+  int wgrad_sources = 0;         // WgradSource bits of the parts the rank builds
 };
 
 // The job-level part of the rules below (ComputeRankWorkspaces), resolved once per job.
@@ -80,7 +85,13 @@ struct WorkspaceRules {
   WgradShapes wgrad_dense, wgrad_moe;  // one dense / MoE transformer layer's linears
   WgradShapes wgrad_output;            // the output layer (input dtype), when trainable
   WgradShapes wgrad_mtp;               // an MTP block's eh_proj
+  // Bytes of the union of the shapes of each WgradSource mask (masks whose sources the job
+  // has; the others stay 0), so that a rank reads its total without merging shapes.
+  std::array<std::int64_t, kWgradSourceMasks> wgrad_bytes{};
 };
+
+// The distinct placeholder shapes of a rank with the given WgradSource mask.
+WgradShapes DummyWgradShapes(const WorkspaceRules& rules, int sources);
 // `act`: MakeActContext(job).
 WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act);
 

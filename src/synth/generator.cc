@@ -251,7 +251,8 @@ void Generator::BackwardChunk(int c, int mb) {
   label_ = EventLabel{Phase::kBackward, label_.iteration, c, mb, -1, ""};
   if (!dummy_wgrads_made_) {  // TE's cached placeholders, from the rank's first backward on
     dummy_wgrads_made_ = true;
-    const est::WgradShapes& dummies = rank_.workspaces.dummy_wgrads;
+    const est::WgradShapes dummies =
+        est::DummyWgradShapes(plan_.facts.workspaces, rank_.workspaces.wgrad_sources);
     for (int i = 0; i < dummies.count; ++i) Alloc(dummies.shapes[i].Bytes(), "ws.dummy_wgrad");
   }
   HandleId grad;

@@ -98,17 +98,18 @@ TEST(WorkspacesTest, DummyWgradsAreOnePerLocalWeightShape) {
   // [2*28672/4, 8192], linear_fc2 [8192, 28672/4], bf16; however many layers.
   const std::int64_t layer = 2 * (2560LL * 8192 + 8192LL * 2048 + 14336LL * 8192 + 8192LL * 7168);
   auto w = Compute(job, {middle}, dense);
-  EXPECT_EQ(w.dummy_wgrads.count, 4);
-  EXPECT_EQ(w.dummy_wgrads.Bytes(), layer);
+  EXPECT_EQ(w.wgrad_sources, kWgradDense);
+  EXPECT_EQ(DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job)), w.wgrad_sources).count, 4);
+  EXPECT_EQ(w.dummy_wgrad, layer);
   // The output layer's [128512 / 4, 8192] (the vocabulary padded to 128 x TP; MCore's
   // ColumnParallelLinear, in the input dtype).
-  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrads.Bytes(), layer + 2 * 32128LL * 8192);
+  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrad, layer + 2 * 32128LL * 8192);
   // No placeholder without gradient_accumulation_fusion or for PEFT's frozen weights.
   job.model.gradient_accumulation_fusion = false;
-  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrads.Bytes(), 0);
+  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrad, 0);
   job.model.gradient_accumulation_fusion = true;
   job.peft = model::PeftConfig{};
-  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrads.Bytes(), 0);
+  EXPECT_EQ(Compute(job, {last}, dense).dummy_wgrad, 0);
 }
 
 TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
@@ -118,9 +119,10 @@ TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
   const std::int64_t h = job.model.hidden_size;
   const ModelChunk first{0, 0, 1, true, false, 0};
   const auto w = Compute(job, {first}, {});
+  const WgradShapes shapes = DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job)), w.wgrad_sources);
   int mlp_shapes = 0;
-  for (int i = 0; i < w.dummy_wgrads.count; ++i) {
-    const WgradShape& s = w.dummy_wgrads.shapes[i];
+  for (int i = 0; i < shapes.count; ++i) {
+    const WgradShape& s = shapes.shapes[i];
     if (s.rows * s.cols == 4 * h * h) ++mlp_shapes;
   }
   EXPECT_EQ(mlp_shapes, 2);
@@ -129,8 +131,8 @@ TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
   // returns a real gradient and has none.
   job.model.num_moe_experts = 8;
   job.model.moe_ffn_hidden_size = h;
-  EXPECT_EQ(Compute(job, {first}, {true}).dummy_wgrads.Bytes(), 2 * (24 * 8 + 8 * 8));
-  EXPECT_EQ(Compute(job, {first}, {false}).dummy_wgrads.Bytes(),
+  EXPECT_EQ(Compute(job, {first}, {true}).dummy_wgrad, 2 * (24 * 8 + 8 * 8));
+  EXPECT_EQ(Compute(job, {first}, {false}).dummy_wgrad,
             2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));
 }
 
