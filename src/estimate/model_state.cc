@@ -35,9 +35,12 @@ std::int64_t LocalElements(const ParamTensor& t, int tp, int ep, int etp) {
 // `first_hp` sums the first tensor alone (the word embedding).
 class ListSumSink final : public model::ParamTensorSink {
  public:
-  ListSumSink(int tp, int ep, int etp, bool with_fp8)
-      : tp_(tp), ep_(ep), etp_(etp), with_fp8_(with_fp8) {}
+  // `wgrad`: also collects the tensors' placeholder shapes (AddWgradShape), `wgrad_bytes`
+  // bytes per element.
+  ListSumSink(int tp, int ep, int etp, bool with_fp8, WgradShapes* wgrad = nullptr, int wgrad_bytes = 2)
+      : tp_(tp), ep_(ep), etp_(etp), with_fp8_(with_fp8), wgrad_(wgrad), wgrad_bytes_(wgrad_bytes) {}
   void Add(const ParamTensor& t) override {
+    if (wgrad_ != nullptr) AddWgradShape(*wgrad_, t, tp_, etp_, wgrad_bytes_);
     const std::int64_t n = LocalElements(t, tp_, ep_, etp_);
     AddTo(all_hp, t, n, false);
     if (with_fp8_) AddTo(fp8, t, n, IsTeLinearWeight(t));
@@ -58,6 +61,8 @@ class ListSumSink final : public model::ParamTensorSink {
   }
   int tp_, ep_, etp_;
   bool with_fp8_;
+  WgradShapes* wgrad_;
+  int wgrad_bytes_;
   int count_ = 0;
 };
 
@@ -121,7 +126,7 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
   ParamCatalog c;
   for (int moe = 0; moe < 2; ++moe) {
     if (moe && m.num_moe_experts.value_or(0) <= 0) break;
-    ListSumSink layer(tp, ep, etp, true);
+    ListSumSink layer(tp, ep, etp, true, &c.wgrad_layer[moe], model::DtypeBytes(m.params_dtype));
     model::AddTransformerLayerParameters(m, moe == 1, layer);
     c.layer[moe][0] = layer.Sums(false);
     c.layer[moe][1] = layer.Sums(fp8_params);

@@ -9,6 +9,7 @@
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
 #include "memtune/model/parameters.h"
+#include "wgrad_shapes.h"
 
 namespace memtune::estimate::internal {
 
@@ -37,6 +38,9 @@ struct ParamCatalog {
   std::int64_t te_linear[2] = {};  // TE linear-weight elements per layer, [moe]
   std::int64_t lora[2] = {};       // LoRA adapter elements per layer, [moe]
   ListSums embedding, output, word_embedding, mtp_extra;
+  // The placeholder shapes of one layer's linears, [moe], in params_dtype (wgrad_shapes.h;
+  // whether the job keeps placeholders is the workspace rules' call).
+  WgradShapes wgrad_layer[2];
   // model::MoeLayerPattern, per global layer (MTP layers appended); empty when the model
   // has no experts (every layer dense): read it as dense past its end.
   std::vector<bool> moe_pattern;

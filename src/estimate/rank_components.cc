@@ -204,7 +204,7 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   }
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
   f.with_explanations = options.with_explanations;
-  f.workspaces = MakeWorkspaceRules(job, f.act);
+  f.workspaces = MakeWorkspaceRules(job, f.act, &f.params);
   return f;
 }
 

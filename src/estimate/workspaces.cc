@@ -53,35 +53,12 @@ std::optional<std::int64_t> ParseWorkspaceConfig(std::string_view config) {
   return any ? std::optional<std::int64_t>(total) : std::nullopt;
 }
 
-// The local shape of a linear weight on its rank: column-parallel (and vocabulary-parallel)
-// weights split their output rows, row-parallel ones their input columns; expert weights
-// split over expert TP instead of TP.
-WgradShape LocalShape(const model::ParamTensor& t, int tp, int etp, int bytes) {
-  const std::int64_t in = t.in_features, out = t.elements / t.in_features;
-  const std::int64_t split = std::max(1, t.expert ? etp : tp);
-  switch (t.tp_split) {
-    case model::TpSplit::kColumn:
-    case model::TpSplit::kVocab:
-      return {out / split, in, bytes};
-    case model::TpSplit::kRow:
-      return {out, in / split, bytes};
-    case model::TpSplit::kReplicated:
-      break;
-  }
-  return {out, in, bytes};
-}
-
-// Collects the placeholder shapes of the linears whose backward hands autograd one: TE
-// linears (every "linear_*" weight, the latent projections, MTP's eh_proj), not MCore's
-// router (its own autograd function returns a real gradient) and not the embeddings.
+// Collects the placeholder shapes of a tensor list (AddWgradShape per tensor).
 class WgradShapeSink final : public model::ParamTensorSink {
  public:
   WgradShapeSink(WgradShapes& out, int tp, int etp, int bytes)
       : out_(out), tp_(tp), etp_(etp), bytes_(bytes) {}
-  void Add(const model::ParamTensor& t) override {
-    if (t.in_features <= 0 || t.is_buffer || std::strstr(t.name, "router") != nullptr) return;
-    out_.Add(LocalShape(t, tp_, etp_, bytes_));
-  }
+  void Add(const model::ParamTensor& t) override { AddWgradShape(out_, t, tp_, etp_, bytes_); }
 
  private:
   WgradShapes& out_;
@@ -89,29 +66,6 @@ class WgradShapeSink final : public model::ParamTensorSink {
 };
 
 }  // namespace
-
-void WgradShapes::Add(const WgradShape& shape) {
-  if (shape.Bytes() <= 0) return;
-  for (int i = 0; i < count; ++i) {
-    if (shapes[i] == shape) return;
-  }
-  if (count < kMaxWgradShapes) {
-    shapes[count++] = shape;
-  } else {  // (see the header: bytes kept in the last entry)
-    WgradShape& last = shapes[kMaxWgradShapes - 1];
-    last = {1, last.Bytes() + shape.Bytes(), 1};
-  }
-}
-
-void WgradShapes::AddAll(const WgradShapes& other) {
-  for (int i = 0; i < other.count; ++i) Add(other.shapes[i]);
-}
-
-std::int64_t WgradShapes::Bytes() const {
-  std::int64_t total = 0;
-  for (int i = 0; i < count; ++i) total += shapes[i].Bytes();
-  return total;
-}
 
 std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability) {
   return CudaMajor(compute_capability) >= 9 ? 32 * kMiB + 1024 : 4 * kMiB;
@@ -137,7 +91,8 @@ std::string_view JobComputeCapability(const model::Job& job) {
   return found ? std::string_view((*found)->compute_capability) : std::string_view();
 }
 
-WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act) {
+WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
+                                  const ParamCatalog* catalog) {
   const auto& m = job.model;
   const std::string_view cc = JobComputeCapability(job);
   WorkspaceRules r;
@@ -154,11 +109,16 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act) 
   if (!job.peft && m.gradient_accumulation_fusion) {
     const int tp = m.tensor_model_parallel_size, etp = model::ExpertTensorParallelSize(job);
     const int pbytes = model::DtypeBytes(m.params_dtype);  // TE: weight.dtype
-    WgradShapeSink dense(r.wgrad_dense, tp, etp, pbytes);
-    model::AddTransformerLayerParameters(m, false, dense);
-    if (m.num_moe_experts.value_or(0) > 0) {
-      WgradShapeSink moe(r.wgrad_moe, tp, etp, pbytes);
-      model::AddTransformerLayerParameters(m, true, moe);
+    if (catalog != nullptr) {  // collected in the catalog's pass over the layer tensors
+      r.wgrad_dense = catalog->wgrad_layer[0];
+      r.wgrad_moe = catalog->wgrad_layer[1];
+    } else {
+      WgradShapeSink dense(r.wgrad_dense, tp, etp, pbytes);
+      model::AddTransformerLayerParameters(m, false, dense);
+      if (m.num_moe_experts.value_or(0) > 0) {
+        WgradShapeSink moe(r.wgrad_moe, tp, etp, pbytes);
+        model::AddTransformerLayerParameters(m, true, moe);
+      }
     }
     // MCore layers.py: get_dummy_wgrad(main_grad.shape, input.dtype). The weight is
     // [vocab / TP, hidden] whether it is the output layer's own or the tied embedding.

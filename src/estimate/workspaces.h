@@ -15,6 +15,8 @@
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
 #include "activations.h"
+#include "model_state.h"
+#include "wgrad_shapes.h"
 
 namespace memtune::estimate::internal {
 
@@ -33,32 +35,6 @@ std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
 // The GPU's compute capability from the job's memtune.gpu ("" when none or unknown); a
 // view of the static GPU catalog.
 std::string_view JobComputeCapability(const model::Job& job);
-
-// Weight-gradient placeholders. With gradient_accumulation_fusion a Transformer Engine
-// linear's backward (and MCore's ColumnParallelLinear's: the output layer) accumulates the
-// weight gradient into main_grad itself and hands autograd a placeholder from TE's
-// process-wide cache instead (TE module/base.py get_dummy_wgrad, TE >= 2.3: one tensor per
-// (main_grad shape, dtype), created at the first backward that asks for it and never
-// freed; MCore tensor_parallel/layers.py uses it since 2025-08). MCore's DDP hook then
-// drops param.grad, so the placeholder is all that stays. A rank holds one per distinct
-// local weight shape: qkv, proj, fc1 and fc2 of a dense layer are four, however many layers.
-struct WgradShape {
-  std::int64_t rows = 0, cols = 0;  // the local (TP/ETP-sharded) weight shape
-  int bytes = 2;                    // dtype bytes
-  std::int64_t Bytes() const { return rows * cols * bytes; }
-  bool operator==(const WgradShape&) const = default;
-};
-// The distinct shapes of one source, or of a rank (more than kMaxWgradShapes distinct
-// shapes is beyond any layer this estimator builds; Add() then counts the extra ones into
-// the last entry, so no byte is lost).
-inline constexpr int kMaxWgradShapes = 24;
-struct WgradShapes {
-  std::array<WgradShape, kMaxWgradShapes> shapes{};
-  int count = 0;
-  void Add(const WgradShape& shape);             // no-op when already present
-  void AddAll(const WgradShapes& other);
-  std::int64_t Bytes() const;                    // sum over the distinct shapes
-};
 
 // The parts of a rank that bring placeholder shapes, as bits of a source mask.
 enum WgradSource : int { kWgradDense = 1, kWgradMoe = 2, kWgradOutput = 4, kWgradMtp = 8 };
@@ -93,7 +69,10 @@ struct WorkspaceRules {
 // The distinct placeholder shapes of a rank with the given WgradSource mask.
 WgradShapes DummyWgradShapes(const WorkspaceRules& rules, int sources);
 // `act`: MakeActContext(job).
-WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act);
+// `catalog`: the job's MakeParamCatalog, whose pass over the layer tensors collected their
+// placeholder shapes (null: enumerated here).
+WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
+                                  const ParamCatalog* catalog = nullptr);
 
 // The workspaces of the pipeline rank built from `chunks`:
 // - TE (any layer on a Transformer Engine layer spec): one general workspace; three more
