@@ -66,6 +66,7 @@ struct ModelStateBytes {
   std::int64_t fp8_transpose = 0;    // fp8 column-wise copies (Hopper) or cached fp8 weights
   std::int64_t buffers = 0;          // persistent non-trainable buffers
   std::int64_t attn_score_buffer = 0;  // MCore local attention's global scores buffer
+  std::int64_t output_gather_buffer = 0;  // the output layer's SP gather in that buffer (beyond it)
   std::int64_t te_workspace = 0;       // Transformer Engine GEMM workspaces (workspaces.h)
   std::int64_t torch_workspace = 0;    // PyTorch cuBLAS workspaces (workspaces.h)
   std::int64_t dummy_wgrad = 0;        // TE's cached weight-gradient placeholders (workspaces.h)
@@ -79,7 +80,8 @@ struct ModelStateBytes {
                                      // fp8 params' main shards (TE quantize_master_weights)
   std::int64_t fsdp_gather = 0;      // Megatron-FSDP: unsharded layer params during compute
   std::int64_t Total() const {
-    return params_hp + params_fp8 + fp8_transpose + buffers + attn_score_buffer + te_workspace +
+    return params_hp + params_fp8 + fp8_transpose + buffers + attn_score_buffer +
+           output_gather_buffer + te_workspace +
            torch_workspace + dummy_wgrad + grads + main_params + exp_avg + exp_avg_sq;
   }
 };

@@ -92,7 +92,7 @@ class ComponentWriter {
 
 // PushModelState's components, at most; the backward peak adds at most one per activation
 // tensor and 6 others, the optimizer-step peak 2.
-constexpr int kModelStateComponents = 12;
+constexpr int kModelStateComponents = 13;
 constexpr int kBackwardOtherComponents = 6, kStepComponents = 2;
 
 void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
@@ -106,6 +106,9 @@ void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
   push("buf.attn_scores", s.attn_score_buffer, ComponentKind::kParameters,
        "MCore local attention's persistent global buffer the scores GEMM is handed (one "
        "[b, heads, s, s] tensor per rank)");
+  push("buf.output_gather", s.output_gather_buffer, ComponentKind::kParameters,
+       "MCore's global memory buffer the output layer all-gathers its sequence-parallel input "
+       "into (one [s, b, h] tensor, kept; shared with local attention's score buffer)");
   push("ws.te_gemm", s.te_workspace, ComponentKind::kParameters,
        "Transformer Engine cuBLAS workspaces (general; userbuffers; grouped expert GEMMs)");
   push("ws.torch_cublas", s.torch_workspace, ComponentKind::kParameters,
@@ -222,6 +225,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   state.torch_workspace = ws.torch;
   state.dummy_wgrad = ws.dummy_wgrad;
   state.attn_score_buffer = ws.attn_scores;
+  state.output_gather_buffer = ws.output_gather;
   std::array<int, 32> live_inline;  // chunks per rank: VPP, rarely above 32
   std::vector<int> live_heap;
   std::span<int> live(live_inline.data(), std::min<std::size_t>(chunks, live_inline.size()));

@@ -104,6 +104,10 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
   r.userbuffers = m.tp_comm_overlap;
   r.grouped_experts = m.num_moe_experts.has_value() && m.moe_grouped_gemm;
   r.attn_scores_bytes = LocalAttentionScoreBuffer(act);
+  // tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.forward: with
+  // sequence_parallel the output layer all-gathers its input ([s, b, h] of the micro-batch)
+  // into get_global_memory_buffer().get_tensor(..., "mpu"), kept for the run.
+  if (act.hid_div > 1) r.output_gather_bytes = std::int64_t{act.act_bytes} * act.h * act.tokens;
   // Placeholders need gradient_accumulation_fusion and a weight gradient: none for PEFT's
   // frozen base and output layer.
   if (!job.peft && m.gradient_accumulation_fusion) {
@@ -190,6 +194,7 @@ RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<cons
   }
   if (output || moe || (layers && rules.torch_layers)) w.torch = 2 * rules.torch_bytes;
   if (layers) w.attn_scores = rules.attn_scores_bytes;
+  if (output) w.output_gather = std::max<std::int64_t>(0, rules.output_gather_bytes - w.attn_scores);
   w.wgrad_sources = (dense ? kWgradDense : 0) | (moe ? kWgradMoe : 0) |
                     (output ? kWgradOutput : 0) | (mtp ? kWgradMtp : 0);
   w.dummy_wgrad = rules.wgrad_bytes[w.wgrad_sources];

@@ -44,6 +44,10 @@ struct RankWorkspaces {
   std::int64_t te = 0;     // Transformer Engine GEMM workspaces
   std::int64_t torch = 0;  // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
   std::int64_t attn_scores = 0;  // MCore local attention's global score buffer
+  // The same global buffer ("mpu", one per dtype, grown to the largest request) as the
+  // output layer's sequence-parallel all-gather target: the bytes it adds beyond
+  // attn_scores on the last stage.
+  std::int64_t output_gather = 0;
   std::int64_t dummy_wgrad = 0;  // TE's cached weight-gradient placeholders (above), bytes
   int wgrad_sources = 0;         // WgradSource bits of the parts the rank builds
 };
@@ -56,6 +60,7 @@ struct WorkspaceRules {
   bool userbuffers = false;      // tp_comm_overlap
   bool grouped_experts = false;  // MoE with moe_grouped_gemm
   std::int64_t attn_scores_bytes = 0;  // LocalAttentionScoreBuffer (0 unless local attention)
+  std::int64_t output_gather_bytes = 0;  // the output layer's SP all-gather (0 without SP)
   // Placeholder shapes of each part a rank can build (empty with PEFT: frozen weights get no
   // weight gradient; the adapters' few small shapes are left out).
   WgradShapes wgrad_dense, wgrad_moe;  // one dense / MoE transformer layer's linears
@@ -84,6 +89,9 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
 //   every linear of the local layer spec.
 // - MCore local attention (DotProductAttention): the global memory buffer its scores GEMM
 //   writes into, one per rank with layers (activations.h LocalAttentionScoreBuffer).
+// - The output layer with sequence parallelism: MCore tensor_parallel/layers.py gathers its
+//   input into the global memory buffer (get_global_memory_buffer().get_tensor(..., "mpu")),
+//   which stays; on a rank with local attention the two share one buffer.
 // - Weight-gradient placeholders: the union of the shapes of the parts the rank builds
 //   (dense layers, MoE layers, output layer, MTP blocks).
 // `moe_pattern`: model::MoeLayerPattern (true = MoE layer), empty for dense models.

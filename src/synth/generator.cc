@@ -234,7 +234,8 @@ void Generator::ForwardChunk(int c, int mb) {
   }
   rec.final_in = x;  // the final norm keeps its input
   rec.final_out = Alloc(f.output_hidden_per_mb - plan_.local_hidden, "act.output_input");
-  const HandleId gather = Alloc(plan_.sp ? plan_.full_hidden : 0, "fwd.output_gather");
+  // (With SP the input is all-gathered into MCore's persistent global buffer,
+  // buf.output_gather, allocated at start-up.)
   if (f.logits_per_mb == f.logits_transient) {
     rec.logits = Alloc(f.logits_per_mb, "act.logits");
   } else {
@@ -242,7 +243,6 @@ void Generator::ForwardChunk(int c, int mb) {
     rec.logits = Alloc(f.logits_per_mb, "act.logits");
     Free(bf16);
   }
-  Free(gather);
 }
 
 void Generator::BackwardChunk(int c, int mb) {
@@ -299,6 +299,7 @@ void Generator::Startup() {
   label_.layer = -1;
   // (Created at the first forward or GEMM of their kind; persistent, so allocated here.)
   Alloc(rank_.workspaces.attn_scores, "buf.attn_scores");
+  Alloc(rank_.workspaces.output_gather, "buf.output_gather");
   Alloc(rank_.workspaces.te, "ws.te_gemm");
   Alloc(rank_.workspaces.torch, "ws.torch_cublas");
   for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {  // one DDP wrapper per chunk

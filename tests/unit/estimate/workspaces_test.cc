@@ -87,6 +87,22 @@ TEST(WorkspacesTest, WhichRanksHoldWhich) {
   EXPECT_EQ(Compute(job, {empty}, dense).attn_scores, 0);  // no layers, no attention
 }
 
+// The output layer's sequence-parallel all-gather lands in MCore's global memory buffer,
+// which stays; local attention's score buffer is the same tensor (named "mpu").
+TEST(WorkspacesTest, OutputGatherBufferIsKeptOnTheLastStageWithSp) {
+  auto job = TinyJob();  // 4 tokens, h = 8, bf16
+  const ModelChunk first{0, 0, 1, true, false, 0}, last{0, 1, 1, false, true, 0};
+  EXPECT_EQ(Compute(job, {last}, {}).output_gather, 0);  // no SP: no gather
+  job.model.tensor_model_parallel_size = 2;
+  job.model.sequence_parallel = true;
+  EXPECT_EQ(Compute(job, {last}, {}).output_gather, 2 * 8 * 4);
+  EXPECT_EQ(Compute(job, {first}, {}).output_gather, 0);
+  job.model.transformer_impl = "local";  // a 1000 B score buffer in the same global buffer
+  const auto w = Compute(job, {last}, {});
+  EXPECT_EQ(w.attn_scores, 1000);
+  EXPECT_EQ(w.output_gather, 0);
+}
+
 // TE's cached weight-gradient placeholders: one per distinct local weight shape.
 TEST(WorkspacesTest, DummyWgradsAreOnePerLocalWeightShape) {
   auto job = Llama70BJob();
