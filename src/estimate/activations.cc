@@ -274,8 +274,10 @@ ActContext MakeActContext(const model::Job& job) {
   // as the weight's gradient; distributed_data_parallel.py's hook adds it to main_grad and
   // drops it. PEFT's frozen base computes none.
   if (!m.gradient_accumulation_fusion && !job.peft) {
+    // (SequentialMLP without moe_grouped_gemm: one TE linear per expert, each gradient
+    // dropped by its hook before the next expert's backward.)
     const std::int64_t local_experts =
-        c.experts / std::max(1, m.expert_model_parallel_size);
+        m.moe_grouped_gemm ? c.experts / std::max(1, m.expert_model_parallel_size) : 1;
     const std::int64_t expert_in = m.moe_latent_size.value_or(c.h);
     c.fc1_wgrad_dense = std::int64_t{c.act_bytes} * c.glu_factor * (c.ffn / c.tp) * c.h;
     c.fc1_wgrad_moe = std::int64_t{c.act_bytes} * local_experts * c.glu_factor * (c.moe_ffn / c.etp) * expert_in;

@@ -343,7 +343,9 @@ TEST(ActivationsTest, Fc1WeightGradientIsATransientOnlyWithoutTheFusion) {
   job.model.moe_ffn_hidden_size = 4;
   job.model.expert_model_parallel_size = 2;
   job.model.expert_tensor_parallel_size = 1;
-  // 4 local experts x [2 x 4, 8] in bf16.
+  // SequentialMLP: one expert's [2 x 4, 8] at a time; grouped GEMM: all 4 local experts'.
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), true, false)[kBwdFc1Wgrad], 2 * 2 * 4 * 8);
+  job.model.moe_grouped_gemm = true;
   EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), true, false)[kBwdFc1Wgrad], 4 * 2 * 2 * 4 * 8);
   job.peft = model::PeftConfig{};  // frozen base: no weight gradient
   EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1Wgrad], 0);
