@@ -93,7 +93,7 @@ class ComponentWriter {
 // PushModelState's components, at most; the backward peak adds at most one per activation
 // tensor and 6 others, the optimizer-step peak 2.
 constexpr int kModelStateComponents = 13;
-constexpr int kBackwardOtherComponents = 6, kStepComponents = 2;
+constexpr int kBackwardOtherComponents = 6, kStepComponents = 3;
 
 void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
   push("params", s.params_hp, ComponentKind::kParameters,
@@ -290,7 +290,15 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   const std::int64_t activations = layers_total + embedding + output_hidden + logits + deferred;
   const std::int64_t backward_transient = std::max(transient, logits_transient) + state.fsdp_gather;
   r.backward_peak_bytes = model_state + activations + backward_transient;
-  r.step_peak_bytes = model_state + state.step_transient + state.fp8_cast_copy;
+  // schedules.py backward_step retains the grad of each received input, and the chunk's
+  // TransformerBlock.set_input_tensor keeps the last one until the next forward: one input
+  // and its gradient per chunk that receives from the previous stage (not the embedding's).
+  if (p > 1) {
+    int fed = 0;
+    for (const ModelChunk& chunk : stage) fed += !chunk.has_embedding && chunk.num_layers > 0;
+    r.carried_bytes = 2 * std::int64_t{fed} * f.act.act_bytes * (m.hidden_size / f.act.hid_div) * f.act.tokens;
+  }
+  r.step_peak_bytes = model_state + r.carried_bytes + state.step_transient + state.fp8_cast_copy;
   r.model_state_bytes = model_state;
   r.expert_bytes = state.expert;
   r.dense_bytes = model_state - state.expert;
@@ -336,6 +344,10 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   } else {
     r.peak_phase = "optimizer step";
     r.transient_bytes = state.step_transient + state.fp8_cast_copy;
+    r.activation_bytes = r.carried_bytes;
+    push("act.pipeline_carry", r.carried_bytes, ComponentKind::kActivations,
+         "each model chunk's last received pipeline input and its retained gradient, kept "
+         "until the chunk's next forward (TransformerBlock.input_tensor)");
     push("tmp.step", state.step_transient, ComponentKind::kTransient,
          "fp32 copies of the bf16 gradient shard made by the optimizer step");
     push("tmp.fp8_cast", state.fp8_cast_copy, ComponentKind::kTransient,

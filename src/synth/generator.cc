@@ -21,6 +21,7 @@ using namespace est;  // NOLINT: the tensor enums
 Generator::Generator(const Plan& plan, int pp_rank, EventSink& sink)
     : plan_(plan), rank_(plan.ranks[pp_rank]), pp_rank_(pp_rank), emit_(sink), label_(emit_.label()) {
   recs_.resize(rank_.chunks.size() * static_cast<std::size_t>(plan.num_microbatches));
+  carried_.assign(rank_.chunks.size(), {kNone, kNone});
 }
 
 HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) { return emit_.Alloc(bytes, tensor); }
@@ -45,6 +46,10 @@ void Generator::Save(LayerRec& rec, int t, const LayerSizes& z, std::vector<Hand
 }
 
 void Generator::FreeSaved(LayerRec& rec, int slot) {
+  if (rec.saved[slot] != kNone && rec.saved[slot] == retain_) {  // carried past backward
+    rec.saved[slot] = kNone;
+    return;
+  }
   Free(rec.saved[slot]);
   rec.saved[slot] = kNone;
 }
@@ -225,6 +230,8 @@ void Generator::ForwardChunk(int c, int mb) {
     x = Alloc(plan_.local_hidden, "embedding.output");
   } else {
     x = Alloc(plan_.local_hidden, "p2p.recv_activation");
+    // set_input_tensor replaces the previous iteration's input, and its gradient goes too.
+    for (HandleId& h : carried_[c]) Free(std::exchange(h, kNone));
   }
   for (std::size_t i = 0; i < chunk.layers.size(); ++i) x = ForwardLayer(rec.layers[i], chunk.layers[i], x);
   label_.layer = -1;
@@ -255,6 +262,11 @@ void Generator::BackwardChunk(int c, int mb) {
         est::DummyWgradShapes(plan_.facts.workspaces, rank_.workspaces.wgrad_sources);
     for (int i = 0; i < dummies.count; ++i) Alloc(dummies.shapes[i].Bytes(), "ws.dummy_wgrad");
   }
+  // The chunk's last backward of the iteration keeps its received input and that input's
+  // gradient (schedules.py backward_step retain_grad; TransformerBlock.input_tensor).
+  const bool carry = plan_.pp_size > 1 && !chunk.has_embedding && !chunk.layers.empty() &&
+                     mb == plan_.num_microbatches - 1;
+  if (carry) retain_ = rec.layers[0].saved[kLn1Input];
   HandleId grad;
   if (chunk.has_output) {
     const HandleId grad_logits = Alloc(plan_.facts.logits_transient, "bwd.grad_logits");
@@ -282,6 +294,12 @@ void Generator::BackwardChunk(int c, int mb) {
   }
   label_.layer = -1;
   if (chunk.has_output && chunk.layers.empty()) Free(rec.final_in);
+  if (carry) {
+    // (An input the layer did not keep, under full recompute or offloading, is counted anew.)
+    const HandleId input = retain_ != kNone ? retain_ : Alloc(plan_.local_hidden, "p2p.recv_activation");
+    carried_[c] = {input, std::exchange(grad, kNone)};
+    retain_ = kNone;
+  }
   Free(grad);  // sent to the previous stage, or consumed by the embedding backward
   Free(rec.tokens);
   rec.tokens = rec.final_in = rec.final_out = rec.logits = kNone;

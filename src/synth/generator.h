@@ -67,6 +67,10 @@ class Generator {
   std::vector<alloc::HandleId> step_grads_;
   std::vector<alloc::HandleId> deferred_;  // defer_embedding_wgrad_compute buffers
   bool dummy_wgrads_made_ = false;         // TE's weight-gradient placeholders allocated
+  // Per chunk: the last micro-batch's received input and its retained gradient, kept from
+  // the chunk's last backward to its next forward (RankEstimate::carried_bytes).
+  std::vector<std::array<alloc::HandleId, 2>> carried_;
+  alloc::HandleId retain_ = kNone;  // FreeSaved leaves this handle alive (carried)
 };
 
 }  // namespace memtune::synth

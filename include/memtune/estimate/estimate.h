@@ -59,6 +59,12 @@ struct RankEstimate {
   std::string_view peak_phase;
   std::int64_t step_peak_bytes = 0;        // accurate mode: the optimizer-step total
   std::int64_t backward_peak_bytes = 0;    // accurate mode: the forward/backward total
+  // Accurate mode, PP > 1: what the rank keeps from one iteration to the next besides
+  // model state: each model chunk fed by the previous stage holds its last micro-batch's
+  // received input and that input's gradient (MCore TransformerBlock.input_tensor, whose
+  // grad schedules.py backward_step retains) until the chunk's next forward. In
+  // step_peak_bytes; gone again before the next iteration's first backward.
+  std::int64_t carried_bytes = 0;
 };
 
 // The whole estimate.

@@ -119,8 +119,18 @@ TEST(AccurateTest, Fp8ParamGatherStepHoldsBf16CopiesOfTheMainShards) {
   }
   const int dp = 2;  // 32 GPUs / (TP4 x PP4)
   EXPECT_EQ(cast, fp8 / dp * 2);  // 1-byte fp8 elements, sharded over DP, copied as bf16
-  EXPECT_EQ(r.step_peak_bytes, r.model_state_bytes + step + cast);
+  EXPECT_EQ(r.step_peak_bytes, r.model_state_bytes + r.carried_bytes + step + cast);
   EXPECT_EQ(r.allocated_bytes, r.step_peak_bytes);
+  // The stage's 5 chunks each keep their last received input and its gradient, bf16
+  // [4096 / TP4 tokens, 8192] (sequence parallel), through the step.
+  EXPECT_EQ(r.carried_bytes, 5 * 2 * (2LL * 1024 * 8192));
+  std::int64_t carry = 0;
+  for (const auto& c : r.components) {
+    if (c.name == "act.pipeline_carry") carry = c.bytes;
+  }
+  EXPECT_EQ(carry, r.carried_bytes);
+  // The first stage's chunk 0 starts from the embedding: 4 fed chunks.
+  EXPECT_EQ(e->ranks[0].carried_bytes, 4 * 2 * (2LL * 1024 * 8192));
 
   // Without the distributed optimizer's fp8 param gather the step casts nothing.
   job.model.fp8_param_gather = false;

@@ -129,7 +129,9 @@ void CheckInvariants(const model::Job& job) {
     const TraceSummary summary = synth->Synthesize(r, rec);
     EXPECT_TRUE(rec.errors.empty()) << rec.errors.front();
     EXPECT_EQ(summary.persistent_bytes, rec.live_bytes);
-    const std::int64_t state = e->ranks[r].model_state_bytes;
+    // Between iterations: the model state, and with PP each fed chunk's last input and its
+    // gradient (RankEstimate::carried_bytes).
+    const std::int64_t state = e->ranks[r].model_state_bytes + e->ranks[r].carried_bytes;
     EXPECT_NEAR(static_cast<double>(rec.live_bytes), static_cast<double>(state), 1e-6 * state) << "rank " << r;
     ASSERT_EQ(rec.live_before_iteration.size(), 2u);
     // Before iteration 1, the optimizer state exists: the live set is the full model state.
