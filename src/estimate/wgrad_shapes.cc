@@ -12,26 +12,26 @@ namespace {
 // The local shape of a linear weight on its rank: column-parallel (and vocabulary-parallel)
 // weights split their output rows, row-parallel ones their input columns; expert weights
 // split over expert TP instead of TP.
-WgradShape LocalShape(const model::ParamTensor& t, int tp, int etp, int bytes) {
+WgradShape LocalShape(const model::ParamTensor& t, int tp, int etp, int dtype_bytes) {
   const std::int64_t in = t.in_features, out = t.elements / t.in_features;
   const std::int64_t split = std::max(1, t.expert ? etp : tp);
   switch (t.tp_split) {
     case model::TpSplit::kColumn:
     case model::TpSplit::kVocab:
-      return {out / split, in, bytes};
+      return {out / split, in, dtype_bytes};
     case model::TpSplit::kRow:
-      return {out, in / split, bytes};
+      return {out, in / split, dtype_bytes};
     case model::TpSplit::kReplicated:
       break;
   }
-  return {out, in, bytes};
+  return {out, in, dtype_bytes};
 }
 
 }  // namespace
 
-void AddWgradShape(WgradShapes& out, const model::ParamTensor& t, int tp, int etp, int bytes) {
+void AddWgradShape(WgradShapes& out, const model::ParamTensor& t, int tp, int etp, int dtype_bytes) {
   if (t.in_features <= 0 || t.is_buffer || std::strncmp(t.name, "mlp.router.", 11) == 0) return;
-  out.Add(LocalShape(t, tp, etp, bytes));
+  out.Add(LocalShape(t, tp, etp, dtype_bytes));
 }
 
 void WgradShapes::Add(const WgradShape& shape) {

@@ -20,8 +20,8 @@ namespace memtune::estimate::internal {
 // local weight shape: qkv, proj, fc1 and fc2 of a dense layer are four, however many layers.
 struct WgradShape {  // (no initializers: a WgradShapes' unused entries are never read)
   std::int64_t rows, cols;  // the local (TP/ETP-sharded) weight shape
-  int bytes;                // dtype bytes
-  std::int64_t Bytes() const { return rows * cols * bytes; }
+  int dtype_bytes;          // bytes per element
+  std::int64_t Bytes() const { return rows * cols * dtype_bytes; }
   bool operator==(const WgradShape&) const = default;
 };
 // The distinct shapes of one source, or of a rank (more than kMaxWgradShapes distinct
@@ -41,6 +41,6 @@ struct WgradShapes {
 // autograd function returns a real gradient) and not the embeddings (no in_features).
 // Column-parallel (and vocabulary-parallel) weights split their output rows over TP,
 // row-parallel ones their input columns; expert weights over expert TP.
-void AddWgradShape(WgradShapes& out, const model::ParamTensor& t, int tp, int etp, int bytes);
+void AddWgradShape(WgradShapes& out, const model::ParamTensor& t, int tp, int etp, int dtype_bytes);
 
 }  // namespace memtune::estimate::internal
