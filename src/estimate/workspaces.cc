@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 
 #include "memtune/core/units.h"
 #include "memtune/model/gpu_catalog.h"
@@ -132,31 +131,8 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
       WgradShapeSink mtp(r.wgrad_mtp, tp, etp, pbytes);
       model::AddMtpExtraParameters(m, mtp);
     }
-    int available = 0;  // the sources with any shape
-    if (r.wgrad_dense.count > 0) available |= kWgradDense;
-    if (r.wgrad_moe.count > 0) available |= kWgradMoe;
-    if (r.wgrad_output.count > 0) available |= kWgradOutput;
-    if (r.wgrad_mtp.count > 0) available |= kWgradMtp;
-    // Each mask's bytes: its sources' shapes, a shape counted in the first source that has it.
-    const WgradShapes* sources[4] = {&r.wgrad_dense, &r.wgrad_moe, &r.wgrad_output, &r.wgrad_mtp};
-    for (int mask = 1; mask < kWgradSourceMasks; ++mask) {
-      if ((mask & available) != mask) continue;
-      std::int64_t bytes = 0;
-      for (int src = 0; src < 4; ++src) {
-        if (!(mask & (1 << src))) continue;
-        const WgradShapes& list = *sources[src];
-        for (int i = 0; i < list.count; ++i) {
-          bool seen = false;
-          for (int prev = 0; prev < src && !seen; ++prev) {
-            if (!(mask & (1 << prev))) continue;
-            const WgradShapes& earlier = *sources[prev];
-            for (int j = 0; j < earlier.count && !seen; ++j) seen = earlier.shapes[j] == list.shapes[i];
-          }
-          if (!seen) bytes += list.shapes[i].Bytes();
-        }
-      }
-      r.wgrad_bytes[mask] = bytes;
-    }
+    // (Source order = the WgradSource bits.)
+    r.wgrad_bytes = UnionBytesByMask({&r.wgrad_dense, &r.wgrad_moe, &r.wgrad_output, &r.wgrad_mtp});
   }
   return r;
 }

@@ -38,7 +38,7 @@ std::string_view JobComputeCapability(const model::Job& job);
 
 // The parts of a rank that bring placeholder shapes, as bits of a source mask.
 enum WgradSource : int { kWgradDense = 1, kWgradMoe = 2, kWgradOutput = 4, kWgradMtp = 8 };
-inline constexpr int kWgradSourceMasks = 16;
+inline constexpr int kWgradSourceMasks = 1 << kWgradSourceCount;
 
 struct RankWorkspaces {
   std::int64_t te = 0;     // Transformer Engine GEMM workspaces

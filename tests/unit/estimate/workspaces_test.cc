@@ -152,6 +152,23 @@ TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
             2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));
 }
 
+TEST(WorkspacesTest, UnionBytesCountAShapeSharedBySourcesOnce) {
+  WgradShapes a, b, empty, d;
+  a.Add({2, 3, 2});  // 12 B
+  a.Add({4, 4, 2});  // 32 B
+  b.Add({4, 4, 2});
+  b.Add({1, 8, 1});  // 8 B
+  d.Add({2, 3, 2});
+  const auto bytes = UnionBytesByMask({&a, &b, &empty, &d});
+  EXPECT_EQ(bytes[0b0001], 44);
+  EXPECT_EQ(bytes[0b0011], 12 + 32 + 8);
+  EXPECT_EQ(bytes[0b1001], 44);
+  EXPECT_EQ(bytes[0b1010], 32 + 8 + 12);
+  EXPECT_EQ(bytes[0b1011], 52);
+  EXPECT_EQ(bytes[0b0100], 0);  // a mask with the empty source is never a rank's
+  EXPECT_EQ(bytes[0b0111], 0);
+}
+
 TEST(WorkspacesTest, WgradShapesCountEachShapeOnceAndKeepOverflowBytes) {
   WgradShapes shapes;
   shapes.Add({2, 3, 2});
