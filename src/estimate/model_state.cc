@@ -141,7 +141,7 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
   model::AddOutputParameters(m, vocab, output);
   c.output = output.Sums(false);
   if (m.mtp_num_layers.value_or(0) > 0) {
-    ListSumSink mtp(tp, ep, etp, fp8_params);
+    ListSumSink mtp(tp, ep, etp, fp8_params, &c.wgrad_mtp, model::DtypeBytes(m.params_dtype));
     model::AddMtpExtraParameters(m, mtp);
     c.mtp_extra = mtp.Sums(fp8_params);
   }

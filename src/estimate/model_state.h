@@ -38,9 +38,10 @@ struct ParamCatalog {
   std::int64_t te_linear[2] = {};  // TE linear-weight elements per layer, [moe]
   std::int64_t lora[2] = {};       // LoRA adapter elements per layer, [moe]
   ListSums embedding, output, word_embedding, mtp_extra;
-  // The placeholder shapes of one layer's linears, [moe], in params_dtype (wgrad_shapes.h;
-  // whether the job keeps placeholders is the workspace rules' call).
-  WgradShapes wgrad_layer[2];
+  // The placeholder shapes of one layer's linears, [moe], and of an MTP block's extra
+  // linears, in params_dtype (wgrad_shapes.h; whether the job keeps placeholders is the
+  // workspace rules' call).
+  WgradShapes wgrad_layer[2], wgrad_mtp;
   // model::MoeLayerPattern, per global layer (MTP layers appended); empty when the model
   // has no experts (every layer dense): read it as dense past its end.
   std::vector<bool> moe_pattern;

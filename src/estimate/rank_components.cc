@@ -91,7 +91,7 @@ class ComponentWriter {
 };
 
 // PushModelState's components, at most; the backward peak adds at most one per activation
-// tensor and 6 others, the optimizer-step peak 2.
+// tensor and 6 others, the optimizer-step peak 3.
 constexpr int kModelStateComponents = 13;
 constexpr int kBackwardOtherComponents = 6, kStepComponents = 3;
 
@@ -165,7 +165,8 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   f.embedding_per_mb = tokens * (8 + (m.hidden_dropout > 0 ? hid : 0));
   // gpt_model.py: the final norm keeps its input; the output layer (ColumnParallelLinear)
   // keeps its input for the wgrad (local shard under SP).
-  f.output_hidden_per_mb = 2 * f.act.act_bytes * hid * tokens;
+  f.local_hidden_per_mb = f.act.act_bytes * hid * tokens;
+  f.output_hidden_per_mb = 2 * f.local_hidden_per_mb;
   const std::int64_t vocab_per_rank = model::PaddedVocabSize(job) / f.act.tp;
   const std::int64_t logit_sets = 1 + m.mtp_num_layers.value_or(0);
   // MCore tensor_parallel/cross_entropy.py calculate_logits_max() upcasts the logits with
@@ -191,7 +192,7 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   if (!m.gradient_accumulation_fusion && !job.peft) {
     f.output_wgrad = std::int64_t{f.act.act_bytes} * vocab_per_rank * m.hidden_size;
     f.output_backward_extra =
-        std::max<std::int64_t>(0, f.act.act_bytes * hid * tokens + f.output_wgrad - f.logits_per_mb);
+        std::max<std::int64_t>(0, f.local_hidden_per_mb + f.output_wgrad - f.logits_per_mb);
   }
   f.num_microbatches = options.num_microbatches.value_or(model::NumMicrobatches(job));
   f.num_microbatches = std::max<std::int64_t>(1, f.num_microbatches);
@@ -207,7 +208,7 @@ JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
   }
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
   f.with_explanations = options.with_explanations;
-  f.workspaces = MakeWorkspaceRules(job, f.act, &f.params);
+  f.workspaces = MakeWorkspaceRules(job, f.act, f.params);
   return f;
 }
 
@@ -296,7 +297,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   if (p > 1) {
     int fed = 0;
     for (const ModelChunk& chunk : stage) fed += !chunk.has_embedding && chunk.num_layers > 0;
-    r.carried_bytes = 2 * std::int64_t{fed} * f.act.act_bytes * (m.hidden_size / f.act.hid_div) * f.act.tokens;
+    r.carried_bytes = 2 * std::int64_t{fed} * f.local_hidden_per_mb;
   }
   r.step_peak_bytes = model_state + r.carried_bytes + state.step_transient + state.fp8_cast_copy;
   r.model_state_bytes = model_state;

@@ -32,6 +32,7 @@ struct JobFacts {
   std::int64_t workspace[2][2] = {};    // backward working set, [moe][fp8 layer]
   std::int64_t checkpoint_input = 0;    // full recompute: one unit's saved input
   std::int64_t embedding_per_mb = 0;    // token ids + embedding dropout mask
+  std::int64_t local_hidden_per_mb = 0;   // one micro-batch's hidden states (local tokens)
   std::int64_t output_hidden_per_mb = 0;  // final-norm input + output-layer input
   std::int64_t logits_per_mb = 0;       // logits kept for the loss backward
   std::int64_t logits_transient = 0;    // bf16 logits / their gradient, one micro-batch

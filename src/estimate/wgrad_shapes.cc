@@ -51,37 +51,6 @@ void WgradShapes::AddAll(const WgradShapes& other) {
   for (int i = 0; i < other.count; ++i) Add(other.shapes[i]);
 }
 
-std::array<std::int64_t, 1 << kWgradSourceCount> UnionBytesByMask(
-    const std::array<const WgradShapes*, kWgradSourceCount>& sources) {
-  std::array<std::int64_t, 1 << kWgradSourceCount> out{};
-  int available = 0;
-  for (int src = 0; src < kWgradSourceCount; ++src) {
-    if (sources[src]->count > 0) available |= 1 << src;
-  }
-  // (A shape counts in the first source of the mask that has it.)
-  auto seen_before = [&](int mask, int src, const WgradShape& shape) {
-    for (int prev = 0; prev < src; ++prev) {
-      if (!(mask & (1 << prev))) continue;
-      const WgradShapes& earlier = *sources[prev];
-      for (int j = 0; j < earlier.count; ++j) {
-        if (earlier.shapes[j] == shape) return true;
-      }
-    }
-    return false;
-  };
-  for (int mask = 1; mask < (1 << kWgradSourceCount); ++mask) {
-    if ((mask & available) != mask) continue;
-    for (int src = 0; src < kWgradSourceCount; ++src) {
-      if (!(mask & (1 << src))) continue;
-      const WgradShapes& list = *sources[src];
-      for (int i = 0; i < list.count; ++i) {
-        if (!seen_before(mask, src, list.shapes[i])) out[mask] += list.shapes[i].Bytes();
-      }
-    }
-  }
-  return out;
-}
-
 std::int64_t WgradShapes::Bytes() const {
   std::int64_t total = 0;
   for (int i = 0; i < count; ++i) total += shapes[i].Bytes();

@@ -43,10 +43,4 @@ struct WgradShapes {
 // row-parallel ones their input columns; expert weights over expert TP.
 void AddWgradShape(WgradShapes& out, const model::ParamTensor& t, int tp, int etp, int dtype_bytes);
 
-// For every subset of `sources` (mask bit i = sources[i]) whose members all have shapes: the
-// bytes of the union of their shapes, each distinct shape once; other masks are 0.
-inline constexpr int kWgradSourceCount = 4;
-std::array<std::int64_t, 1 << kWgradSourceCount> UnionBytesByMask(
-    const std::array<const WgradShapes*, kWgradSourceCount>& sources);
-
 }  // namespace memtune::estimate::internal

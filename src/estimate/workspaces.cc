@@ -52,18 +52,6 @@ std::optional<std::int64_t> ParseWorkspaceConfig(std::string_view config) {
   return any ? std::optional<std::int64_t>(total) : std::nullopt;
 }
 
-// Collects the placeholder shapes of a tensor list (AddWgradShape per tensor).
-class WgradShapeSink final : public model::ParamTensorSink {
- public:
-  WgradShapeSink(WgradShapes& out, int tp, int etp, int bytes)
-      : out_(out), tp_(tp), etp_(etp), bytes_(bytes) {}
-  void Add(const model::ParamTensor& t) override { AddWgradShape(out_, t, tp_, etp_, bytes_); }
-
- private:
-  WgradShapes& out_;
-  int tp_, etp_, bytes_;
-};
-
 }  // namespace
 
 std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability) {
@@ -91,7 +79,7 @@ std::string_view JobComputeCapability(const model::Job& job) {
 }
 
 WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
-                                  const ParamCatalog* catalog) {
+                                  const ParamCatalog& catalog) {
   const auto& m = job.model;
   const std::string_view cc = JobComputeCapability(job);
   WorkspaceRules r;
@@ -110,31 +98,28 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
   // Placeholders need gradient_accumulation_fusion and a weight gradient: none for PEFT's
   // frozen base and output layer.
   if (!job.peft && m.gradient_accumulation_fusion) {
-    const int tp = m.tensor_model_parallel_size, etp = model::ExpertTensorParallelSize(job);
-    const int pbytes = model::DtypeBytes(m.params_dtype);  // TE: weight.dtype
-    if (catalog != nullptr) {  // collected in the catalog's pass over the layer tensors
-      r.wgrad_dense = catalog->wgrad_layer[0];
-      r.wgrad_moe = catalog->wgrad_layer[1];
-    } else {
-      WgradShapeSink dense(r.wgrad_dense, tp, etp, pbytes);
-      model::AddTransformerLayerParameters(m, false, dense);
-      if (m.num_moe_experts.value_or(0) > 0) {
-        WgradShapeSink moe(r.wgrad_moe, tp, etp, pbytes);
-        model::AddTransformerLayerParameters(m, true, moe);
-      }
-    }
+    r.wgrad_dense = catalog.wgrad_layer[0];
+    r.wgrad_moe = catalog.wgrad_layer[1];
     // MCore layers.py: get_dummy_wgrad(main_grad.shape, input.dtype). The weight is
     // [vocab / TP, hidden] whether it is the output layer's own or the tied embedding.
-    const std::int64_t vocab = model::PaddedVocabSize(job);
-    r.wgrad_output.Add({vocab / std::max(1, tp), m.hidden_size, act.act_bytes});
-    if (m.mtp_num_layers.value_or(0) > 0) {
-      WgradShapeSink mtp(r.wgrad_mtp, tp, etp, pbytes);
-      model::AddMtpExtraParameters(m, mtp);
-    }
-    // (Source order = the WgradSource bits.)
-    r.wgrad_bytes = UnionBytesByMask({&r.wgrad_dense, &r.wgrad_moe, &r.wgrad_output, &r.wgrad_mtp});
+    const int tp = std::max(1, m.tensor_model_parallel_size);
+    r.wgrad_output.Add({model::PaddedVocabSize(job) / tp, m.hidden_size, act.act_bytes});
+    r.wgrad_mtp = catalog.wgrad_mtp;
+    r.wgrad_bytes = WgradBytesByMask(r);
   }
   return r;
+}
+
+std::array<std::int64_t, kWgradSourceMasks> WgradBytesByMask(const WorkspaceRules& rules) {
+  const int available = (rules.wgrad_dense.count > 0 ? kWgradDense : 0) |
+                        (rules.wgrad_moe.count > 0 ? kWgradMoe : 0) |
+                        (rules.wgrad_output.count > 0 ? kWgradOutput : 0) |
+                        (rules.wgrad_mtp.count > 0 ? kWgradMtp : 0);
+  std::array<std::int64_t, kWgradSourceMasks> bytes{};
+  for (int mask = 1; mask < kWgradSourceMasks; ++mask) {
+    if ((mask & available) == mask) bytes[mask] = DummyWgradShapes(rules, mask).Bytes();
+  }
+  return bytes;
 }
 
 WgradShapes DummyWgradShapes(const WorkspaceRules& rules, int sources) {

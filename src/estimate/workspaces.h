@@ -38,7 +38,7 @@ std::string_view JobComputeCapability(const model::Job& job);
 
 // The parts of a rank that bring placeholder shapes, as bits of a source mask.
 enum WgradSource : int { kWgradDense = 1, kWgradMoe = 2, kWgradOutput = 4, kWgradMtp = 8 };
-inline constexpr int kWgradSourceMasks = 1 << kWgradSourceCount;
+inline constexpr int kWgradSourceMasks = 16;
 
 struct RankWorkspaces {
   std::int64_t te = 0;     // Transformer Engine GEMM workspaces
@@ -73,11 +73,13 @@ struct WorkspaceRules {
 
 // The distinct placeholder shapes of a rank with the given WgradSource mask.
 WgradShapes DummyWgradShapes(const WorkspaceRules& rules, int sources);
-// `act`: MakeActContext(job).
-// `catalog`: the job's MakeParamCatalog, whose pass over the layer tensors collected their
-// placeholder shapes (null: enumerated here).
+// DummyWgradShapes(rules, mask).Bytes() for every mask whose sources all have shapes (the
+// masks a rank can have); 0 for the others.
+std::array<std::int64_t, kWgradSourceMasks> WgradBytesByMask(const WorkspaceRules& rules);
+// `act`: MakeActContext(job); `catalog`: MakeParamCatalog(job), whose pass over the layer
+// tensors collected their placeholder shapes.
 WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
-                                  const ParamCatalog* catalog = nullptr);
+                                  const ParamCatalog& catalog);
 
 // The workspaces of the pipeline rank built from `chunks`:
 // - TE (any layer on a Transformer Engine layer spec): one general workspace; three more

@@ -74,7 +74,6 @@ class Plan {
   est::JobFacts facts;
   LayerSizes sizes[2][2];
   std::int64_t local_hidden = 0;   // act bytes of one micro-batch's hidden states (local tokens)
-  std::int64_t full_hidden = 0;    // the same over the full (SP-gathered) sequence
   std::vector<RankPlan> ranks;
   std::optional<est::Fsdp2Facts> fsdp2;  // framework fsdp2: one rank class, its own generator
 };

@@ -160,8 +160,7 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
   plan->ep_overlap = m.overlap_moe_expert_parallel_comm;
   const est::ActContext& ctx = plan->facts.act;
   plan->sp = ctx.hid_div > 1;
-  plan->local_hidden = ctx.act_bytes * ctx.h / ctx.hid_div * ctx.tokens;
-  plan->full_hidden = ctx.act_bytes * ctx.h * ctx.tokens;
+  plan->local_hidden = plan->facts.local_hidden_per_mb;
   for (int moe = 0; moe < 2; ++moe) {
     for (int fp8 = 0; fp8 < 2; ++fp8) plan->sizes[moe][fp8] = MakeLayerSizes(ctx, moe == 1, fp8 == 1);
   }

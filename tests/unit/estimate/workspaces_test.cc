@@ -47,7 +47,7 @@ TEST(WorkspacesTest, TorchWorkspaceFollowsCublasWorkspaceConfig) {
 // attention, a score buffer of 1000 B.
 RankWorkspaces Compute(const model::Job& job, const std::vector<ModelChunk>& chunks,
                        const std::vector<bool>& moe_pattern) {
-  WorkspaceRules rules = MakeWorkspaceRules(job, MakeActContext(job));
+  WorkspaceRules rules = MakeWorkspaceRules(job, MakeActContext(job), MakeParamCatalog(job));
   rules.te_bytes = 100;
   rules.torch_bytes = 10;
   if (rules.attn_scores_bytes > 0) rules.attn_scores_bytes = 1000;
@@ -115,7 +115,7 @@ TEST(WorkspacesTest, DummyWgradsAreOnePerLocalWeightShape) {
   const std::int64_t layer = 2 * (2560LL * 8192 + 8192LL * 2048 + 14336LL * 8192 + 8192LL * 7168);
   auto w = Compute(job, {middle}, dense);
   EXPECT_EQ(w.wgrad_sources, kWgradDense);
-  EXPECT_EQ(DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job)), w.wgrad_sources).count, 4);
+  EXPECT_EQ(DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job), MakeParamCatalog(job)), w.wgrad_sources).count, 4);
   EXPECT_EQ(w.dummy_wgrad, layer);
   // The output layer's [128512 / 4, 8192] (the vocabulary padded to 128 x TP; MCore's
   // ColumnParallelLinear, in the input dtype).
@@ -135,7 +135,7 @@ TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
   const std::int64_t h = job.model.hidden_size;
   const ModelChunk first{0, 0, 1, true, false, 0};
   const auto w = Compute(job, {first}, {});
-  const WgradShapes shapes = DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job)), w.wgrad_sources);
+  const WgradShapes shapes = DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job), MakeParamCatalog(job)), w.wgrad_sources);
   int mlp_shapes = 0;
   for (int i = 0; i < shapes.count; ++i) {
     const WgradShape& s = shapes.shapes[i];
@@ -153,13 +153,16 @@ TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
 }
 
 TEST(WorkspacesTest, UnionBytesCountAShapeSharedBySourcesOnce) {
-  WgradShapes a, b, empty, d;
+  WorkspaceRules rules;
+  WgradShapes& a = rules.wgrad_dense;
+  WgradShapes& b = rules.wgrad_moe;
+  WgradShapes& d = rules.wgrad_mtp;  // (rules.wgrad_output stays empty)
   a.Add({2, 3, 2});  // 12 B
   a.Add({4, 4, 2});  // 32 B
   b.Add({4, 4, 2});
   b.Add({1, 8, 1});  // 8 B
   d.Add({2, 3, 2});
-  const auto bytes = UnionBytesByMask({&a, &b, &empty, &d});
+  const auto bytes = WgradBytesByMask(rules);  // bits: dense 1, MoE 2, output 4, MTP 8
   EXPECT_EQ(bytes[0b0001], 44);
   EXPECT_EQ(bytes[0b0011], 12 + 32 + 8);
   EXPECT_EQ(bytes[0b1001], 44);
