@@ -121,7 +121,11 @@ void AddAssumptions(const model::Job& job, Estimate& e) {
       spec,
       "pipeline outputs deallocated after send (deallocate_pipeline_outputs, as Megatron-LM "
       "and Bridge set it)",
-      "gradient_accumulation_fusion: weight gradients accumulate into the grad buffer",
+      m.gradient_accumulation_fusion
+          ? "gradient_accumulation_fusion: weight gradients accumulate into the grad buffer; TE "
+            "keeps one weight-gradient placeholder per weight shape"
+          : "no gradient_accumulation_fusion: each backward returns a weight-sized gradient that "
+            "the DDP hook adds to the grad buffer",
       "peak of max_allocated: allocator fragmentation and reserved memory are not included",
   };
   if (m.num_moe_experts.value_or(0) > 0) e.assumptions.push_back("MoE routing balanced over experts");

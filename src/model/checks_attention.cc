@@ -12,6 +12,7 @@ namespace {
 
 constexpr const char* kBackend = "model.attention_backend";
 constexpr const char* kImpl = "model.transformer_impl";
+constexpr std::int64_t kUnfusedScoresWarnBytes = 256 * kMiB;  // per layer and micro-batch
 
 // Megatron-LM arguments.py: "--attention-backend local is only supported with --spec local".
 Violations LocalNeedsLocalSpec(const Job& job) {
@@ -46,7 +47,7 @@ Violations UnfusedScores(const Job& job) {
   const double act = m.bf16 || m.fp16 ? 2.0 : 4.0;
   const double bytes = act * static_cast<double>(job.train.micro_batch_size) * heads *
                        static_cast<double>(m.seq_length) * static_cast<double>(m.seq_length);
-  if (bytes < 256.0 * 1024 * 1024) return {};
+  if (bytes < static_cast<double>(kUnfusedScoresWarnBytes)) return {};
   return {Violation{{{kBackend, m.attention_backend},
                      {kImpl, m.transformer_impl},
                      {"model.seq_length", Str(m.seq_length)}},

@@ -357,7 +357,7 @@ constexpr Rule kRules[] = {
      DeferEmbeddingWgrad},
     {{"pipeline.defer-embedding-wgrad-fusion", Severity::kError, RuleScope::kMegatron,
       "defer_embedding_wgrad_compute requires gradient_accumulation_fusion",
-      "defer_embedding_wgrad_compute: false", kMcoreParallel},
+      "defer_embedding_wgrad_compute: false, or gradient_accumulation_fusion: true", kMcoreParallel},
      DeferEmbeddingWgradFusion},
     {{"pipeline.microbatch-group", Severity::kError, RuleScope::kMegatron,
       "interleaved schedule: PP <= microbatch group <= micro-batches, remainder 0 or >= PP",

@@ -3,6 +3,7 @@
 // coverage test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -357,6 +358,20 @@ TEST(CheckRulesTest, Fsdp2WarnsThatPeftAndMegatronFp8AreIgnored) {
 TEST(CheckRulesTest, BaseJobsPassEveryRule) {
   EXPECT_EQ(Ids(CheckJob(BaseJob())), std::vector<std::string>{});
   EXPECT_EQ(Ids(CheckJob(BaseFsdp2Job())), std::vector<std::string>{});
+}
+
+// The unfused-softmax warning starts at 256 MiB per layer and micro-batch: bf16, MBS 1 and
+// 64 heads / TP 4 keep 32 * s^2 bytes, which crosses 2^28 between s = 2896 and s = 2897.
+TEST(CheckRulesTest, UnfusedScoresWarnFrom256MiB) {
+  auto fires = [](std::int64_t seq) {
+    Job job = BaseJob();
+    job.model.attention_backend = "unfused";
+    job.model.seq_length = seq;
+    const auto ids = Ids(CheckJob(job));
+    return std::find(ids.begin(), ids.end(), "attention.unfused-scores") != ids.end();
+  };
+  EXPECT_FALSE(fires(2896));
+  EXPECT_TRUE(fires(2897));
 }
 
 TEST(CheckRulesTest, EveryRuleHasAFailingCase) {
