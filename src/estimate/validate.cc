@@ -64,17 +64,19 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
   return c;
 }
 
+// `after`: CaseResult::after_iterations.
 Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
-                   const std::string& rank, const ValidateOptions& validate) {
+                   const std::string& rank, int after, const ValidateOptions& validate) {
   Prediction p;
   p.mode = mode;
   // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay;
   // max_allocated too when it is read after a given iteration (the estimate is the whole run's).
-  const int after = validate.after_iterations > 0 ? validate.after_iterations : c.after_iterations;
   const bool allocator_metric = c.metric != "max_allocated" || (after > 0 && mode == Mode::kAccurate);
   if (allocator_metric && !(mode == Mode::kAccurate && validate.allocator_metric)) {
     p.status = "unsupported";
-    p.reason = "metric " + c.metric + " needs the allocator simulator (accurate mode only)";
+    p.reason = "metric " + c.metric +
+               (c.metric == "max_allocated" ? " after " + std::to_string(after) + " iterations" : "") +
+               " needs the allocator simulator (accurate mode only)";
     return p;
   }
   EstimateOptions options;
@@ -161,16 +163,16 @@ Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
 
 ValidationReport Validate(const std::vector<ValidationCase>& cases, const ValidateOptions& options) {
   ValidationReport report;
-  report.after_iterations = options.after_iterations;
   for (const auto& c : cases) {
     CaseResult r;
     r.measured = c;
+    r.after_iterations = options.after_iterations > 0 ? options.after_iterations : c.after_iterations;
     model::ParseOptions parse;
     parse.source_name = c.id;
     auto doc = model::ParseJobText(c.job_text, parse);
     auto fill = [&](Mode mode) {
       const std::string& rank = options.rank_override.empty() ? c.rank : options.rank_override;
-      if (doc) return Predict(c, doc->job, mode, rank, options);
+      if (doc) return Predict(c, doc->job, mode, rank, r.after_iterations, options);
       Prediction p;
       p.mode = mode;
       p.status = "error";

@@ -103,7 +103,6 @@ std::string RenderEstimateJson(const estimate::Estimate& e, const EstimateReport
 std::string RenderValidateJson(const estimate::ValidationReport& report) {
   ordered_json j;
   j["schema"] = "memtune.validate/1";
-  if (report.after_iterations > 0) j["after_iterations"] = report.after_iterations;
   j["cases"] = ordered_json::array();
   for (const auto& c : report.cases) {
     ordered_json row;
@@ -111,7 +110,7 @@ std::string RenderValidateJson(const estimate::ValidationReport& report) {
     row["metric"] = c.measured.metric;
     row["rank"] = c.measured.rank;
     row["measured_bytes"] = c.measured.measured_bytes;
-    if (c.measured.after_iterations > 0) row["after_iterations"] = c.measured.after_iterations;
+    if (c.after_iterations > 0) row["after_iterations"] = c.after_iterations;  // the report predicted
     const estimate::Prediction& p = c.accurate;
     row["predicted_bytes"] = Nullable(p.predicted_bytes);
     row["error_pct"] = Nullable(p.error_pct);

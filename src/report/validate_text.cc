@@ -31,12 +31,11 @@ std::string RenderValidateText(const estimate::ValidationReport& report) {
   for (const auto& c : report.cases) id_width = std::max(id_width, c.measured.id.size());
   // A column for the memory report a number was read from, when any case has one.
   const bool after_column =
-      report.after_iterations > 0 ||
       std::any_of(report.cases.begin(), report.cases.end(),
-                  [](const estimate::CaseResult& c) { return c.measured.after_iterations > 0; });
+                  [](const estimate::CaseResult& c) { return c.after_iterations > 0; });
   auto after_cell = [&](const estimate::CaseResult& c) -> std::string {
     if (!after_column) return "";
-    const int n = report.after_iterations > 0 ? report.after_iterations : c.measured.after_iterations;
+    const int n = c.after_iterations;
     return fmt::format(" {:>5}", n > 0 ? std::to_string(n) : std::string("run"));
   };
   std::string out = fmt::format("{:<{}} {:<13} {:<5}{} {:>9} {:>18}", "id", id_width, "metric", "rank",

@@ -53,6 +53,9 @@ struct Prediction {
 
 struct CaseResult {
   ValidationCase measured;
+  // The memory report predicted: ValidateOptions::after_iterations, else the case's own
+  // measured.after_iterations (0 = the whole run).
+  int after_iterations = 0;
   Prediction accurate;
   std::vector<Prediction> compare;              // one per EstimateOptions in `compare`
 };
@@ -69,7 +72,6 @@ struct ErrorSummary {
 };
 
 struct ValidationReport {
-  int after_iterations = 0;             // ValidateOptions::after_iterations (0 = whole run)
   std::vector<CaseResult> cases;
   ErrorSummary summary;                 // accurate mode
   std::vector<ErrorSummary> compare;    // per compared mode

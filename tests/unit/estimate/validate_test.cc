@@ -191,8 +191,16 @@ TEST(ValidateTest, MaxAllocatedAfterAnIterationComesFromTheReplayInAccurateModeO
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(seen_after, 10);
   options.after_iterations = 2;
-  Validate({own}, options);
+  const auto overridden = Validate({own}, options);
   EXPECT_EQ(seen_after, 2);
+  EXPECT_EQ(overridden.cases[0].after_iterations, 2);  // what the renderers show
+
+  // Without the allocator simulator a reading after N iterations is refused, naming it.
+  options.allocator_metric = nullptr;
+  const auto refused = Validate({own}, options);
+  EXPECT_EQ(refused.cases[0].accurate.status, "unsupported");
+  EXPECT_NE(refused.cases[0].accurate.reason.find("max_allocated after 2 iterations"), std::string::npos)
+      << refused.cases[0].accurate.reason;
 }
 
 TEST(ValidateTest, RankOverridePicksTheStage) {
