@@ -122,20 +122,25 @@ AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank, const allo
   return Run(synth, pp_rank, config, capacity_bytes, non_pytorch_bytes, nullptr, nullptr);
 }
 
-Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& options) {
-  MEMTUNE_TRY(auto synth, TraceSynthesizer::Create(job, options.synth));
+Result<alloc::AllocatorConfig> JobAllocatorConfig(const model::Job& job, const ForecastOptions& options) {
   auto [text, field] = JobAllocConf(job);
   if (options.alloc_conf) {
     text = *options.alloc_conf;
     field = "alloc_conf";
   }
-  auto own = alloc::ParseAllocatorConfig(text, options.torch_version);
-  if (!own) {
-    Error e = own.error();
+  auto config = alloc::ParseAllocatorConfig(text, options.torch_version);
+  if (!config) {
+    Error e = config.error();
     if (!field.empty()) e.field = field + " (" + e.field + ")";
     return e;
   }
-  const alloc::AllocatorConfig other = OtherMode(*own);
+  return config;
+}
+
+Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& options) {
+  MEMTUNE_TRY(auto synth, TraceSynthesizer::Create(job, options.synth));
+  MEMTUNE_TRY(const alloc::AllocatorConfig own, JobAllocatorConfig(job, options));
+  const alloc::AllocatorConfig other = OtherMode(own);
   Forecast f;
   f.iterations = options.synth.iterations;
   f.capacity_bytes = options.capacity_bytes;
@@ -146,7 +151,7 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
     st.pp_rank = r;
     TraceSummary own_summary, other_summary;
     std::string other_event;
-    st.own = Run(synth, r, *own, options.capacity_bytes, options.non_pytorch_bytes, &st.peak_allocated_event,
+    st.own = Run(synth, r, own, options.capacity_bytes, options.non_pytorch_bytes, &st.peak_allocated_event,
                  &own_summary);
     st.other = Run(synth, r, other, options.capacity_bytes, options.non_pytorch_bytes, &other_event,
                    &other_summary);
@@ -154,7 +159,7 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
     st.peak_allocated_through_iteration_bytes = st.own.peak_allocated_through_iteration_bytes;
     TraceSummary summary = own_summary;
     if (st.own.oom && st.other.oom) {  // neither ran to the end: replay without a limit
-      const AllocatorRun free_run = Run(synth, r, *own, 0, 0, &st.peak_allocated_event, &summary);
+      const AllocatorRun free_run = Run(synth, r, own, 0, 0, &st.peak_allocated_event, &summary);
       st.peak_allocated_bytes = free_run.peak_allocated_bytes;
       st.peak_allocated_through_iteration_bytes = free_run.peak_allocated_through_iteration_bytes;
     } else if (st.own.oom) {

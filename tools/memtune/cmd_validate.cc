@@ -15,10 +15,12 @@ namespace memtune::cli {
 namespace {
 
 // max_reserved / device_used / peak_active of the accurate mode, and every metric as of a
-// memory report after N iterations: replay every rank's synthesized trace under the job's
-// allocator config (docs/synth.md). device_used adds the CUDA context and non-PyTorch memory
-// to reserved; peak_active is the replay's active_bytes.all.peak (allocated plus blocks still
-// awaiting another stream). after_iterations > 0 reads the peaks through that iteration.
+// memory report after N iterations: replay every rank's synthesized trace once under the
+// job's allocator config (docs/synth.md). device_used adds the CUDA context and non-PyTorch
+// memory to reserved; peak_active is the replay's active_bytes.all.peak (allocated plus
+// blocks still awaiting another stream); max_allocated replays without a capacity (the
+// trace's allocated peak does not depend on the allocator). after_iterations > 0 reads the
+// peaks through that iteration.
 Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job, const estimate::Estimate& e,
                                                      const std::string& metric, const std::string& rank,
                                                      int after_iterations) {
@@ -31,28 +33,36 @@ Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job, cons
   // keeps a large N (the case format allows 1000) from replaying thousands of iterations.
   constexpr int kMaxReplayedIterations = 4;
   options.synth.iterations = std::clamp(after_iterations, options.synth.iterations, kMaxReplayedIterations);
-  MEMTUNE_TRY(auto f, synth::ForecastJob(job, options));
+  MEMTUNE_TRY(const auto synth, synth::TraceSynthesizer::Create(job, options.synth));
+  MEMTUNE_TRY(const alloc::AllocatorConfig config, synth::JobAllocatorConfig(job, options));
+  const bool allocated = metric == "max_allocated";
   const std::int64_t extra = metric == "device_used" ? e.non_pytorch_bytes : 0;
-  // The whole run's peak, or the peak through iteration `after_iterations` (the trace's
-  // allocated peak does not depend on the allocator's capacity; reserved and active stop at
-  // an OOM, and then the run never printed that report: the run's peak so far is used).
+  // The whole run's peak, or the peak through iteration `after_iterations` (reserved and
+  // active stop at an OOM, and then the run never printed that report: the run's peak so far
+  // is used).
   auto through = [&](const std::vector<std::int64_t>& v, std::int64_t whole) {
     if (after_iterations <= 0 || v.empty()) return whole;
     return v[std::min<std::size_t>(static_cast<std::size_t>(after_iterations), v.size()) - 1];
   };
-  auto value = [&](const synth::StageForecast& s) -> std::int64_t {
-    if (metric == "max_allocated") return through(s.peak_allocated_through_iteration_bytes, s.peak_allocated_bytes);
-    if (metric == "peak_active") return through(s.own.peak_active_through_iteration_bytes, s.own.peak_active_bytes);
-    return through(s.own.peak_reserved_through_iteration_bytes, s.own.peak_reserved_bytes) + extra;
+  auto value = [&](int pp_rank) -> std::int64_t {
+    const synth::AllocatorRun run =
+        synth::SimulateRank(synth, pp_rank, config, allocated ? 0 : options.capacity_bytes,
+                            allocated ? 0 : options.non_pytorch_bytes);
+    if (allocated) return through(run.peak_allocated_through_iteration_bytes, run.peak_allocated_bytes);
+    if (metric == "peak_active") return through(run.peak_active_through_iteration_bytes, run.peak_active_bytes);
+    return through(run.peak_reserved_through_iteration_bytes, run.peak_reserved_bytes) + extra;
   };
-  const synth::StageForecast* pick = &f.stages.front();
-  if (rank == "last") pick = &f.stages.back();
-  if (rank == "max") {
-    for (const auto& s : f.stages) {
-      if (value(s) > value(*pick)) pick = &s;
-    }
+  const int last = synth.num_stages() - 1;
+  if (rank != "max") {  // "rank0" or "last"
+    const int r = rank == "last" ? last : 0;
+    return std::pair<int, std::int64_t>{r, value(r)};
   }
-  return std::pair<int, std::int64_t>{pick->pp_rank, value(*pick)};
+  std::pair<int, std::int64_t> best{0, value(0)};  // "max": the stage with the highest value
+  for (int r = 1; r <= last; ++r) {
+    const std::int64_t v = value(r);
+    if (v > best.second) best = {r, v};
+  }
+  return best;
 }
 
 }  // namespace

@@ -79,6 +79,11 @@ struct ForecastOptions {
 // field it came from ("memtune.env.PYTORCH_CUDA_ALLOC_CONF"; "" when unset).
 std::pair<std::string, std::string> JobAllocConf(const model::Job& job);
 
+// The job's allocator config (options.alloc_conf, else JobAllocConf) parsed for
+// options.torch_version. Errors: kInvalidConfig naming the field it came from (PyTorch's
+// message).
+Result<alloc::AllocatorConfig> JobAllocatorConfig(const model::Job& job, const ForecastOptions& options);
+
 // Replays rank `pp_rank` under `config`. capacity 0 = no limit.
 AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
                           std::int64_t capacity_bytes, std::int64_t non_pytorch_bytes);
