@@ -45,7 +45,8 @@ class SimulatorSink : public EventSink {
   const EventLabel& peak_label() const { return peak_label_; }
   // Records the simulator's peaks (PyTorch's never-reset counters) as those through the
   // current iteration; events come in iteration order, start-up in iteration 0. Called when
-  // the next iteration's first event arrives and once at the end.
+  // the next iteration's first event arrives (the trailing zero_grad closes the last one)
+  // and, at the end, for an iteration an OOM cut short.
   void CloseIteration() {
     const alloc::DeviceStats& s = sim_.stats();
     run_.peak_allocated_through_iteration_bytes.push_back(s.allocated_bytes[0].peak);
@@ -54,6 +55,7 @@ class SimulatorSink : public EventSink {
     ++iteration_;
   }
   const EventLabel& allocated_label() const { return allocated_label_; }
+  int iteration() const { return iteration_; }
 
  private:
   alloc::Simulator& sim_;
@@ -79,13 +81,8 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
   run.peak_event = FormatLabel(sink.peak_label());
   run.peak_active_bytes = sim.stats().active_bytes[0].peak;
   if (allocated_event != nullptr) *allocated_event = FormatLabel(sink.allocated_label());
-  sink.CloseIteration();
-  // The trace ends with the next iteration's zero_grad (frees only): keep one entry per
-  // iteration synthesized (fewer after an OOM).
-  for (auto* v : {&run.peak_allocated_through_iteration_bytes, &run.peak_reserved_through_iteration_bytes,
-                  &run.peak_active_through_iteration_bytes}) {
-    if (v->size() > static_cast<std::size_t>(synth.iterations())) v->resize(synth.iterations());
-  }
+  // One entry per iteration synthesized (fewer after an OOM).
+  if (sink.iteration() < synth.iterations()) sink.CloseIteration();
   return run;
 }
 
