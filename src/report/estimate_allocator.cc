@@ -118,9 +118,9 @@ void AppendForecastText(std::string& out, const estimate::Estimate& e, const syn
     // Both fit and the job runs native: say so when fragmentation costs more than the
     // native allocator leaves free, the playbook's "close to the memory limit" (Quick
     // Decision step 1).
-    const std::int64_t native_spare = Spare(f, !own_expandable);
-    const std::int64_t expandable_spare = Spare(f, own_expandable);
-    if (expandable_spare - native_spare > native_spare) {
+    const std::int64_t native_spare = Spare(f, /*own=*/true);  // (the job runs native here)
+    const std::int64_t expandable_spare = Spare(f, /*own=*/false);
+    if (expandable_spare - native_spare > native_spare) {  // fragmentation > what is left
       out += fmt::format(
           "advice: fragmentation costs more than the native allocator leaves free ({} GB spare, {} GB with "
           "expandable segments): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True first, at no throughput "
