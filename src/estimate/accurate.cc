@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "activations.h"
 #include "fsdp2_estimate.h"
@@ -14,6 +13,7 @@
 #include "memtune/model/gpu_catalog.h"
 #include "model_state.h"
 #include "rank_components.h"
+#include "workspaces.h"
 #include "schedule_internal.h"
 
 namespace memtune::estimate::internal {
@@ -51,29 +51,6 @@ Status CheckSupported(const model::Job& job) {
   return OkStatus();
 }
 
-// TE is_non_tn_fp8_gemm_supported(): compute capability >= 10 (Blackwell). memtune
-// decides by the catalog name; unknown GPUs are treated as Hopper (transposes kept).
-// Catalog names are lower case.
-bool NeedsFp8Transpose(std::string_view catalog_name) {
-  using namespace std::string_view_literals;
-  for (std::string_view blackwell :
-       {"b100"sv, "b200"sv, "b300"sv, "gb200"sv, "gb300"sv, "rtx-pro-6000"sv}) {
-    if (catalog_name.find(blackwell) != std::string_view::npos) return false;
-  }
-  return true;
-}
-
-// NeedsFp8Transpose of catalog entry `gpu`, decided once per entry (the catalog is static;
-// this keeps the six name searches off the estimator's hot path).
-bool CatalogNeedsFp8Transpose(const model::GpuSpec& gpu) {
-  static const std::vector<bool> kNeeds = [] {
-    std::vector<bool> needs;
-    for (const model::GpuSpec& entry : model::AllGpus()) needs.push_back(NeedsFp8Transpose(entry.name));
-    return needs;
-  }();
-  return kNeeds[static_cast<std::size_t>(&gpu - model::AllGpus().data())];
-}
-
 struct GpuFacts {
   std::int64_t capacity_bytes = 0, context_bytes = 0;
   bool fp8_transpose = true;
@@ -85,7 +62,7 @@ Result<GpuFacts> LookUpGpu(const model::Job& job) {
     MEMTUNE_TRY(const model::GpuSpec* found, model::FindGpuEntry(job.memtune.gpu));
     facts.capacity_bytes = found->total_memory_bytes;
     facts.context_bytes = found->cuda_context_bytes;
-    facts.fp8_transpose = CatalogNeedsFp8Transpose(*found);
+    facts.fp8_transpose = Fp8GemmNeedsTranspose(found->compute_capability);
   }
   if (job.memtune.gpu_memory_bytes) {
     facts.capacity_bytes = *job.memtune.gpu_memory_bytes;

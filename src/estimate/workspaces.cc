@@ -58,6 +58,11 @@ std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability) {
   return CudaMajor(compute_capability) >= 9 ? 32 * kMiB + 1024 : 4 * kMiB;
 }
 
+bool Fp8GemmNeedsTranspose(std::string_view compute_capability) {
+  const int major = CudaMajor(compute_capability);
+  return !((major >= 10 && major < 12) || major >= 13);
+}
+
 std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
                                        const std::map<std::string, std::string>& env) {
   for (const auto& [name, value] : env) {  // (a few entries; find() would build a key string)

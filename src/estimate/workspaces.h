@@ -32,6 +32,11 @@ std::int64_t TeGemmWorkspaceBytes(std::string_view compute_capability);
 std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
                                        const std::map<std::string, std::string>& env);
 
+// TE utils.py is_non_tn_fp8_gemm_supported() is false, so TE keeps a transposed copy of each
+// fp8 weight: every compute capability but 10.x, 11.x and >= 13 (sm_120 still needs the TN
+// layout); AMD targets and "" (no GPU given: Hopper assumed) keep it too.
+bool Fp8GemmNeedsTranspose(std::string_view compute_capability);
+
 // The GPU's compute capability from the job's memtune.gpu ("" when none or unknown); a
 // view of the static GPU catalog.
 std::string_view JobComputeCapability(const model::Job& job);

@@ -22,6 +22,18 @@ TEST(WorkspacesTest, TeWorkspaceIs32MiBFromHopperOn) {
   EXPECT_EQ(TeGemmWorkspaceBytes(""), 32 * kMiB + 1024);  // no GPU given: Hopper assumed
 }
 
+// TE is_non_tn_fp8_gemm_supported: (10, 0) <= cc < (12, 0) or cc >= (13, 0).
+TEST(WorkspacesTest, Fp8TransposeKeptOutsideTeNonTnCapabilities) {
+  EXPECT_TRUE(Fp8GemmNeedsTranspose("9.0"));
+  EXPECT_TRUE(Fp8GemmNeedsTranspose("8.9"));
+  EXPECT_FALSE(Fp8GemmNeedsTranspose("10.0"));
+  EXPECT_FALSE(Fp8GemmNeedsTranspose("11.0"));
+  EXPECT_TRUE(Fp8GemmNeedsTranspose("12.0"));
+  EXPECT_FALSE(Fp8GemmNeedsTranspose("13.0"));
+  EXPECT_TRUE(Fp8GemmNeedsTranspose("gfx942"));
+  EXPECT_TRUE(Fp8GemmNeedsTranspose(""));  // no GPU given: Hopper assumed
+}
+
 TEST(WorkspacesTest, TorchWorkspaceFollowsCublasWorkspaceConfig) {
   const std::map<std::string, std::string> none;
   EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", none), 32 * kMiB);
