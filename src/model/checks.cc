@@ -14,10 +14,9 @@ using checks::Rule;
 
 // Every area's table, in run order.
 std::span<const Rule> (*const kAreas[])() = {
-    checks::LayoutRules,    checks::HeadsRules,   checks::AttentionRules, checks::PipelineRules,
-    checks::MoeRules,
-    checks::RecomputeRules, checks::OffloadRules, checks::PrecisionRules, checks::CudaGraphRules,
-    checks::PeftRules,      checks::FsdpRules,
+    checks::LayoutRules,    checks::HeadsRules,     checks::AttentionRules, checks::PipelineRules,
+    checks::MoeRules,       checks::RecomputeRules, checks::OffloadRules,   checks::PrecisionRules,
+    checks::CudaGraphRules, checks::PeftRules,      checks::FsdpRules,
 };
 
 bool Applies(RuleScope scope, Framework framework) {
