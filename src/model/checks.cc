@@ -31,16 +31,6 @@ bool Applies(RuleScope scope, Framework framework) {
   return true;
 }
 
-std::string_view Trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
 }  // namespace
 
 const char* SeverityName(Severity severity) {
@@ -123,23 +113,6 @@ bool IsBlackwellGpu(std::string_view gpu) {
   // NVIDIA's Blackwell data-center parts: B100, B200, B300 and the Grace-Blackwell GB200,
   // GB300 superchips.
   return (name.rfind("b", 0) == 0 && digit_at(1)) || (name.rfind("gb", 0) == 0 && digit_at(2));
-}
-
-// PyTorch c10/core/AllocatorConfig.cpp parses "key:value" pairs separated by ',';
-// expandable_segments accepts exactly "True" or "False".
-bool AllocConfEnablesExpandableSegments(std::string_view conf) {
-  bool enabled = false;
-  while (!conf.empty()) {
-    const std::size_t comma = conf.find(',');
-    const std::string_view item = conf.substr(0, comma);
-    conf = comma == std::string_view::npos ? std::string_view() : conf.substr(comma + 1);
-    const std::size_t colon = item.find(':');
-    if (colon == std::string_view::npos) continue;
-    if (Trim(item.substr(0, colon)) == "expandable_segments") {
-      enabled = Trim(item.substr(colon + 1)) == "True";  // the last setting wins
-    }
-  }
-  return enabled;
 }
 
 namespace checks {

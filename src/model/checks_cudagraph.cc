@@ -1,5 +1,6 @@
 // CUDA-graph rules (impl, scopes, recompute interplay) and the allocator-environment rules
 // (expandable segments with NCCL user buffers or CUDA graphs).
+#include "memtune/alloc/env_config.h"
 #include "model/checks_internal.h"
 
 namespace memtune::model::checks {
@@ -167,16 +168,13 @@ Violations EpOverlapScope(const Job& job) {
                     "remove moe/mlp from cuda_graph_scope"}};
 }
 
-// The allocator config PyTorch reads: PYTORCH_ALLOC_CONF (PyTorch >= 2.9) or the older
-// PYTORCH_CUDA_ALLOC_CONF; returns the variable that enables expandable segments, or "".
+// The variable that turns expandable segments on, read as PyTorch (the default release)
+// reads the launch environment (alloc::AllocatorConfigFromEnv), or "" when they are off or
+// the config does not parse (the forecast reports that error).
 std::string ExpandableVar(const Job& job) {
-  for (const char* var : {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"}) {
-    auto it = job.memtune.env.find(var);
-    if (it != job.memtune.env.end() && AllocConfEnablesExpandableSegments(it->second)) {
-      return var;
-    }
-  }
-  return "";
+  auto env = alloc::AllocatorConfigFromEnv(job.memtune.env, alloc::kDefaultTorchVersion);
+  if (!env || !env->config.expandable_segments) return "";
+  return env->source_var;
 }
 
 Violations ExpandableWithNcclUb(const Job& job) {

@@ -16,27 +16,6 @@ std::string ModeName(const synth::AllocatorRun& run) {
   return run.expandable_segments ? "expandable" : "native";
 }
 
-std::string ConfText(const synth::AllocatorRun& run) {
-  return run.alloc_conf.empty() ? "PYTORCH_CUDA_ALLOC_CONF unset" : "PYTORCH_CUDA_ALLOC_CONF=" + run.alloc_conf;
-}
-
-// The first stage that OOMs under `own` (true) or `other` (false), or -1.
-int FirstOom(const synth::Forecast& f, bool own) {
-  for (const auto& s : f.stages) {
-    if ((own ? s.own : s.other).oom) return s.pp_rank;
-  }
-  return -1;
-}
-
-// Smallest margin to the usable memory over the stages (capacity - non-PyTorch - reserved).
-std::int64_t Spare(const synth::Forecast& f, bool own) {
-  std::int64_t spare = f.capacity_bytes;
-  for (const auto& s : f.stages) {
-    spare = std::min(spare, f.capacity_bytes - f.non_pytorch_bytes - (own ? s.own : s.other).peak_reserved_bytes);
-  }
-  return spare;
-}
-
 void AppendRow(std::string& out, const char* name, const synth::Forecast& f,
                std::string (*cell)(const synth::StageForecast&)) {
   out += fmt::format("{:<26}", name);
@@ -44,22 +23,32 @@ void AppendRow(std::string& out, const char* name, const synth::Forecast& f,
   out += "\n";
 }
 
-void AppendVerdict(std::string& out, const synth::Forecast& f, bool own) {
-  const synth::AllocatorRun& first = own ? f.stages.front().own : f.stages.front().other;
-  const int rank = FirstOom(f, own);
-  out += fmt::format("{} ({}): ", ModeName(first), ConfText(first));
-  if (rank < 0) {
-    out += fmt::format("fits, {} GB to spare on the tightest rank\n", Gb(Spare(f, own)));
-    return;
+std::string ConfText(const assess::ModeVerdict& v) {
+  return v.alloc_conf.empty() ? "PYTORCH_CUDA_ALLOC_CONF unset" : "PYTORCH_CUDA_ALLOC_CONF=" + v.alloc_conf;
+}
+
+void AppendVerdict(std::string& out, const assess::ModeVerdict& v) {
+  out += fmt::format("  {} ({}): ", assess::AllocatorModeName(v.mode), ConfText(v));
+  switch (v.state) {
+    case assess::VerdictState::kFits:
+      out += fmt::format("fits, {} GB to spare on the tightest rank\n", Gb(v.margin_bytes));
+      return;
+    case assess::VerdictState::kAtRisk:
+      out += fmt::format(
+          "at risk, {} GB to spare on pipeline rank {}, within the prediction's {} GB uncertainty (at {})\n",
+          Gb(v.margin_bytes), v.pp_rank, Gb(v.uncertainty_bytes), v.moment);
+      return;
+    case assess::VerdictState::kOom:
+      out += fmt::format("OOM on pipeline rank {} at {}, {} GB short\n", v.pp_rank, v.moment, Gb(-v.margin_bytes));
+      out += fmt::format("  torch.OutOfMemoryError: {}\n", v.oom_message);
+      return;
   }
-  const synth::AllocatorRun& run = own ? f.stages[rank].own : f.stages[rank].other;
-  out += fmt::format("OOM on pipeline rank {} at {}\n", rank, run.oom_event);
-  out += fmt::format("  torch.OutOfMemoryError: {}\n", run.oom_message);
 }
 
 }  // namespace
 
-void AppendForecastText(std::string& out, const estimate::Estimate& e, const synth::Forecast& f) {
+void AppendForecastText(std::string& out, const assess::Assessment& a, const synth::Forecast& f) {
+  const estimate::Estimate& e = a.estimate;
   if (f.stages.empty()) return;
   out += fmt::format("\nallocator: replay of start-up + {} iterations per rank (PyTorch {} caching allocator)\n",
                      f.iterations, f.torch_version.ToString());
@@ -104,38 +93,48 @@ void AppendForecastText(std::string& out, const estimate::Estimate& e, const syn
   }
   out += fmt::format("verdict against {} GB usable ({} GB capacity - {} GB CUDA context and non-PyTorch):\n",
                      Gb(f.capacity_bytes - f.non_pytorch_bytes), Gb(f.capacity_bytes), Gb(f.non_pytorch_bytes));
-  out += "  ";
-  AppendVerdict(out, f, true);
-  out += "  ";
-  AppendVerdict(out, f, false);
-  const bool native_oom = own_expandable ? f.other_oom : f.own_oom;
-  const bool expandable_oom = own_expandable ? f.own_oom : f.other_oom;
-  if (native_oom && !expandable_oom) {
-    out += "advice: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True first: the native allocator runs out "
-           "of memory from fragmentation while expandable segments fit (memory-tuning playbook, Quick "
-           "Decision step 1)\n";
-  } else if (!native_oom && !expandable_oom && !own_expandable) {
-    // Both fit and the job runs native: say so when fragmentation costs more than the
-    // native allocator leaves free, the playbook's "close to the memory limit" (Quick
-    // Decision step 1).
-    const std::int64_t native_spare = Spare(f, /*own=*/true);  // (the job runs native here)
-    const std::int64_t expandable_spare = Spare(f, /*own=*/false);
-    if (expandable_spare - native_spare > native_spare) {  // fragmentation > what is left
-      out += fmt::format(
-          "advice: fragmentation costs more than the native allocator leaves free ({} GB spare, {} GB with "
-          "expandable segments): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True first, at no throughput "
-          "cost (memory-tuning playbook, Quick Decision step 1)\n",
-          Gb(native_spare), Gb(expandable_spare));
-    }
-  } else if (native_oom && expandable_oom) {
-    out += "advice: the job does not fit even with expandable segments: add recompute, raise PP, or shard "
-           "more (memory-tuning playbook, Quick Decision steps 3-4)\n";
+  for (const assess::ModeVerdict& v : a.verdicts) AppendVerdict(out, v);
+  for (const assess::Advice& advice : a.advice) {
+    out += fmt::format("advice: {} (memory-tuning playbook, {})\n", advice.text, advice.playbook_step);
   }
 }
 
-void AddForecastJson(ordered_json& j, const estimate::Estimate& e, const synth::Forecast& f) {
+ordered_json VerdictJson(const assess::Assessment& a) {
+  ordered_json j = ordered_json::object();
+  for (assess::AllocatorMode mode : {assess::AllocatorMode::kNative, assess::AllocatorMode::kExpandable}) {
+    const assess::ModeVerdict* v = assess::FindVerdict(a, mode);
+    if (v == nullptr) continue;
+    ordered_json o;
+    o["state"] = assess::VerdictStateName(v->state);
+    o["margin_bytes"] = v->margin_bytes;
+    o["uncertainty_bytes"] = v->uncertainty_bytes;
+    o["pp_rank"] = v->pp_rank;
+    o["moment"] = v->moment;
+    o["alloc_conf"] = v->alloc_conf;
+    o["job_config"] = v->job_config;
+    j[std::string(assess::AllocatorModeName(mode))] = o;
+  }
+  return j;
+}
+
+ordered_json AdviceJson(const assess::Assessment& a) {
+  ordered_json list = ordered_json::array();
+  for (const assess::Advice& advice : a.advice) {
+    ordered_json o;
+    o["id"] = advice.id;
+    o["playbook_step"] = advice.playbook_step;
+    ordered_json changes = ordered_json::object();
+    for (const assess::FieldChange& c : advice.changes) changes[c.field] = ordered_json::parse(c.value_json);
+    o["changes"] = changes;
+    o["effect_bytes"] = advice.effect_bytes;
+    o["text"] = advice.text;
+    list.push_back(o);
+  }
+  return list;
+}
+
+void AddForecastJson(ordered_json& j, const synth::Forecast& f) {
   if (f.stages.empty()) return;
-  (void)e;
   const int rank = j["peak"]["pp_rank"].get<int>();
   const synth::StageForecast& s = f.stages[rank < static_cast<int>(f.stages.size()) ? rank : f.peak_pp_rank];
   auto run_json = [](const synth::AllocatorRun& r) {

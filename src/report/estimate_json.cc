@@ -46,7 +46,7 @@ ordered_json RankJson(const estimate::RankEstimate& r) {
 ordered_json Nullable(const std::optional<std::int64_t>& v) { return v ? ordered_json(*v) : ordered_json(); }
 ordered_json Nullable(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(); }
 
-ordered_json PredictionJson(const estimate::Prediction& p) {
+ordered_json PredictionJson(const assess::Prediction& p) {
   ordered_json j;
   j["predicted_bytes"] = Nullable(p.predicted_bytes);
   j["error_pct"] = Nullable(p.error_pct);
@@ -56,7 +56,7 @@ ordered_json PredictionJson(const estimate::Prediction& p) {
   return j;
 }
 
-ordered_json SummaryJson(const estimate::ErrorSummary& s) {
+ordered_json SummaryJson(const assess::ErrorSummary& s) {
   ordered_json j;
   j["cases"] = s.cases;
   j["predicted"] = s.predicted;
@@ -69,7 +69,8 @@ ordered_json SummaryJson(const estimate::ErrorSummary& s) {
 
 }  // namespace
 
-std::string RenderEstimateJson(const estimate::Estimate& e, const EstimateReportContext& ctx) {
+std::string RenderEstimateJson(const assess::Assessment& a, const EstimateReportContext& ctx) {
+  const estimate::Estimate& e = a.estimate;
   ordered_json j;
   j["schema"] = "memtune.estimate/1";
   j["mode"] = estimate::ModeName(e.mode);
@@ -81,26 +82,27 @@ std::string RenderEstimateJson(const estimate::Estimate& e, const EstimateReport
   gpu["name"] = ctx.gpu_name;
   gpu["capacity_bytes"] = e.gpu_capacity_bytes;
   gpu["non_pytorch_bytes"] = e.non_pytorch_bytes;
-  if (e.gpu_capacity_bytes > 0) {
-    const std::int64_t usable = e.gpu_capacity_bytes - e.non_pytorch_bytes;
-    gpu["usable_bytes"] = usable;
-    gpu["fits"] = e.peak_allocated_bytes <= usable;
-    gpu["headroom_bytes"] = usable - e.peak_allocated_bytes;
+  if (a.allocated_fit) {
+    gpu["usable_bytes"] = a.allocated_fit->usable_bytes;
+    gpu["fits"] = a.allocated_fit->fits;
+    gpu["headroom_bytes"] = a.allocated_fit->headroom_bytes;
   } else {
     gpu["usable_bytes"] = nullptr;
     gpu["fits"] = nullptr;
     gpu["headroom_bytes"] = nullptr;
   }
   j["gpu"] = gpu;
-  if (ctx.forecast) internal::AddForecastJson(j, e, *ctx.forecast);  // synth: reserved + OOM verdict
-  if (!ctx.forecast_note.empty()) j["allocator_note"] = ctx.forecast_note;
+  j["verdict"] = internal::VerdictJson(a);
+  j["advice"] = internal::AdviceJson(a);
+  if (a.forecast) internal::AddForecastJson(j, *a.forecast);  // reserved per mode and stage
+  if (!a.forecast_note.empty()) j["allocator_note"] = a.forecast_note;
   j["defaults_used"] = ctx.defaults_used;
   j["assumptions"] = e.assumptions;
   j["upstream_lines"] = e.upstream_lines;
   return j.dump(2) + "\n";
 }
 
-std::string RenderValidateJson(const estimate::ValidationReport& report) {
+std::string RenderValidateJson(const assess::ValidationReport& report) {
   ordered_json j;
   j["schema"] = "memtune.validate/1";
   j["cases"] = ordered_json::array();
@@ -111,7 +113,7 @@ std::string RenderValidateJson(const estimate::ValidationReport& report) {
     row["rank"] = c.measured.rank;
     row["measured_bytes"] = c.measured.measured_bytes;
     if (c.after_iterations > 0) row["after_iterations"] = c.after_iterations;  // the report predicted
-    const estimate::Prediction& p = c.accurate;
+    const assess::Prediction& p = c.accurate;
     row["predicted_bytes"] = Nullable(p.predicted_bytes);
     row["error_pct"] = Nullable(p.error_pct);
     row["status"] = p.status;

@@ -71,20 +71,21 @@ void AppendTable(std::string& out, const estimate::Estimate& e) {
   for (const auto& [name, explanation] : rows) out += fmt::format("  {:<{}}  {}\n", name, width, explanation);
 }
 
-void AppendVerdict(std::string& out, const estimate::Estimate& e, const EstimateReportContext& ctx) {
+void AppendVerdict(std::string& out, const assess::Assessment& a, const EstimateReportContext& ctx) {
+  const estimate::Estimate& e = a.estimate;
   const std::int64_t peak = e.peak_allocated_bytes;
   out += fmt::format("\nmost loaded: pipeline rank {}, {} GB ({}) allocated\n", e.peak_pp_rank,
                      Gb(peak), FormatBytesBinary(peak));
-  if (e.gpu_capacity_bytes <= 0) {
+  if (!a.allocated_fit) {
     out += "fits: unknown (no GPU given: set memtune.gpu or memtune.gpu_memory_bytes)\n";
     return;
   }
-  const std::int64_t usable = e.gpu_capacity_bytes - e.non_pytorch_bytes;
-  const std::int64_t headroom = usable - peak;
+  const std::int64_t usable = a.allocated_fit->usable_bytes;
+  const std::int64_t headroom = a.allocated_fit->headroom_bytes;
   out += fmt::format("GPU {}: {} GB capacity - {} GB CUDA context and libraries = {} GB usable\n",
                      ctx.gpu_name.empty() ? "(memtune.gpu_memory_bytes)" : ctx.gpu_name,
                      Gb(e.gpu_capacity_bytes), Gb(e.non_pytorch_bytes), Gb(usable));
-  if (headroom >= 0) {
+  if (a.allocated_fit->fits) {
     out += fmt::format("fits: yes, {} GB to spare (before allocator fragmentation)\n", Gb(headroom));
   } else {
     out += fmt::format("fits: NO, over by {} GB\n", Gb(-headroom));
@@ -99,13 +100,14 @@ void AppendList(std::string& out, const char* title, const std::vector<std::stri
 
 }  // namespace
 
-std::string RenderEstimateText(const estimate::Estimate& e, const EstimateReportContext& ctx) {
+std::string RenderEstimateText(const assess::Assessment& a, const EstimateReportContext& ctx) {
+  const estimate::Estimate& e = a.estimate;
   std::string out = fmt::format("memtune estimate ({} mode){}\n\n", estimate::ModeName(e.mode),
                                 ctx.job_name.empty() ? "" : ": " + ctx.job_name);
   AppendTable(out, e);
-  AppendVerdict(out, e, ctx);
-  if (ctx.forecast) internal::AppendForecastText(out, e, *ctx.forecast);  // synth: reserved + OOM verdict
-  if (!ctx.forecast_note.empty()) out += "\nallocator: " + ctx.forecast_note + "\n";
+  AppendVerdict(out, a, ctx);
+  if (a.forecast) internal::AppendForecastText(out, a, *a.forecast);  // reserved, verdicts, advice
+  if (!a.forecast_note.empty()) out += "\nallocator: " + a.forecast_note + "\n";
   AppendList(out, "defaults assumed", ctx.defaults_used);
   AppendList(out, "assumptions", e.assumptions);
   AppendList(out, "upstream prints", e.upstream_lines);

@@ -11,12 +11,12 @@ namespace {
 
 std::string Gb(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9); }
 
-std::string Cell(const estimate::Prediction& p) {
+std::string Cell(const assess::Prediction& p) {
   if (!p.predicted_bytes) return fmt::format("{:>9} {:>8}", "-", p.status == "unsupported" ? "unsupp." : p.status);
   return fmt::format("{:>9} {:>+7.1f}%", Gb(*p.predicted_bytes), *p.error_pct);
 }
 
-std::string SummaryLine(const estimate::ErrorSummary& s) {
+std::string SummaryLine(const assess::ErrorSummary& s) {
   if (s.predicted == 0) return fmt::format("{}: {} cases, none predicted", estimate::ModeName(s.mode), s.cases);
   return fmt::format("{}: {} cases, {} predicted (coverage {:.0f}%); |error| median {:.1f}%, "
                      "p90 {:.1f}%, max {:.1f}%",
@@ -26,14 +26,14 @@ std::string SummaryLine(const estimate::ErrorSummary& s) {
 
 }  // namespace
 
-std::string RenderValidateText(const estimate::ValidationReport& report) {
+std::string RenderValidateText(const assess::ValidationReport& report) {
   std::size_t id_width = 4;
   for (const auto& c : report.cases) id_width = std::max(id_width, c.measured.id.size());
   // A column for the memory report a number was read from, when any case has one.
   const bool after_column =
       std::any_of(report.cases.begin(), report.cases.end(),
-                  [](const estimate::CaseResult& c) { return c.after_iterations > 0; });
-  auto after_cell = [&](const estimate::CaseResult& c) -> std::string {
+                  [](const assess::CaseResult& c) { return c.after_iterations > 0; });
+  auto after_cell = [&](const assess::CaseResult& c) -> std::string {
     if (!after_column) return "";
     const int n = c.after_iterations;
     return fmt::format(" {:>5}", n > 0 ? std::to_string(n) : std::string("run"));

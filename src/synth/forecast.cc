@@ -2,8 +2,10 @@
 // generator's events go straight into alloc::Simulator).
 #include "memtune/synth/forecast.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "memtune/alloc/env_config.h"
 #include "memtune/alloc/simulator.h"
 #include "memtune/core/units.h"
 
@@ -26,6 +28,9 @@ class SimulatorSink : public EventSink {
       run_.oom = true;
       run_.oom_event = FormatLabel(e.label) + " (" + std::to_string(e.bytes) + " bytes)";
       run_.oom_message = sim_.LastOomMessage();
+      if (const auto& report = sim_.last_oom()) {
+        run_.oom_shortfall_bytes = report->allocation_bytes - report->device_free_bytes;
+      }
       return false;
     }
     const alloc::DeviceStats& s = sim_.stats();
@@ -86,63 +91,51 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
   return run;
 }
 
-// The same config in the other segment mode, and the string a user would set for it.
-alloc::AllocatorConfig OtherMode(const alloc::AllocatorConfig& own) {
-  alloc::AllocatorConfig other = own;
-  other.expandable_segments = !own.expandable_segments;
-  if (other.expandable_segments) {
-    other.settings = own.settings.empty() ? "expandable_segments:True" : own.settings + ",expandable_segments:True";
-  } else {
-    other.settings = own.settings;
-    for (const char* on : {"expandable_segments:True", "expandable_segments:true", "expandable_segments:1"}) {
-      const auto at = other.settings.find(on);
-      if (at != std::string::npos) other.settings.replace(at, std::string(on).size(), "expandable_segments:False");
-    }
-  }
-  return other;
-}
-
 }  // namespace
-
-std::pair<std::string, std::string> JobAllocConf(const model::Job& job) {
-  // PyTorch >= 2.9 reads PYTORCH_ALLOC_CONF first, then the older PYTORCH_CUDA_ALLOC_CONF
-  // (c10/core/AllocatorConfig.cpp); earlier releases read only the CUDA one.
-  for (const char* var : {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}) {
-    auto it = job.memtune.env.find(var);
-    if (it != job.memtune.env.end()) return {it->second, std::string("memtune.env.") + var};
-  }
-  return {"", ""};
-}
 
 AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
                           std::int64_t capacity_bytes, std::int64_t non_pytorch_bytes) {
   return Run(synth, pp_rank, config, capacity_bytes, non_pytorch_bytes, nullptr, nullptr);
 }
 
-Result<alloc::AllocatorConfig> JobAllocatorConfig(const model::Job& job, const ForecastOptions& options) {
-  auto [text, field] = JobAllocConf(job);
+std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
+                                     std::int64_t non_pytorch_bytes, std::int64_t oom_bytes, std::int64_t fits_bytes,
+                                     std::int64_t resolution_bytes) {
+  const std::int64_t step = std::max<std::int64_t>(resolution_bytes, 1);
+  while (fits_bytes - oom_bytes > step) {
+    const std::int64_t mid = oom_bytes + (fits_bytes - oom_bytes) / 2;
+    const AllocatorRun run = Run(synth, pp_rank, config, mid, non_pytorch_bytes, nullptr, nullptr);
+    (run.oom ? oom_bytes : fits_bytes) = mid;
+  }
+  return fits_bytes;
+}
+
+Result<JobAllocator> JobAllocatorConfig(const model::Job& job, const ForecastOptions& options) {
   if (options.alloc_conf) {
-    text = *options.alloc_conf;
-    field = "alloc_conf";
+    auto config = alloc::ParseAllocatorConfig(*options.alloc_conf, options.torch_version);
+    if (!config) {
+      Error e = config.error();
+      e.field = "alloc_conf (" + e.field + ")";
+      return e;
+    }
+    return JobAllocator{std::move(*config), "alloc_conf"};
   }
-  auto config = alloc::ParseAllocatorConfig(text, options.torch_version);
-  if (!config) {
-    Error e = config.error();
-    if (!field.empty()) e.field = field + " (" + e.field + ")";
-    return e;
-  }
-  return config;
+  MEMTUNE_TRY(alloc::EnvAllocatorConfig env,
+              alloc::AllocatorConfigFromEnv(job.memtune.env, options.torch_version, "memtune.env."));
+  return JobAllocator{std::move(env.config), env.source_var.empty() ? "" : "memtune.env." + env.source_var};
 }
 
 Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& options) {
   MEMTUNE_TRY(auto synth, TraceSynthesizer::Create(job, options.synth));
-  MEMTUNE_TRY(const alloc::AllocatorConfig own, JobAllocatorConfig(job, options));
-  const alloc::AllocatorConfig other = OtherMode(own);
+  MEMTUNE_TRY(const JobAllocator job_allocator, JobAllocatorConfig(job, options));
+  const alloc::AllocatorConfig& own = job_allocator.config;
+  const alloc::AllocatorConfig other = alloc::WithExpandableSegments(own, !own.expandable_segments);
   Forecast f;
   f.iterations = options.synth.iterations;
   f.capacity_bytes = options.capacity_bytes;
   f.non_pytorch_bytes = options.non_pytorch_bytes;
   f.torch_version = options.torch_version;
+  f.alloc_conf_field = job_allocator.field;
   for (int r = 0; r < synth.num_stages(); ++r) {
     StageForecast st;
     st.pp_rank = r;
@@ -155,11 +148,18 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
     st.peak_allocated_bytes = st.own.peak_allocated_bytes;
     st.peak_allocated_through_iteration_bytes = st.own.peak_allocated_through_iteration_bytes;
     TraceSummary summary = own_summary;
+    st.own.unlimited_peak_reserved_bytes = st.own.peak_reserved_bytes;
+    st.other.unlimited_peak_reserved_bytes = st.other.peak_reserved_bytes;
+    if (st.other.oom) {
+      st.other.unlimited_peak_reserved_bytes = Run(synth, r, other, 0, 0, nullptr, nullptr).peak_reserved_bytes;
+    }
     if (st.own.oom && st.other.oom) {  // neither ran to the end: replay without a limit
       const AllocatorRun free_run = Run(synth, r, own, 0, 0, &st.peak_allocated_event, &summary);
+      st.own.unlimited_peak_reserved_bytes = free_run.peak_reserved_bytes;
       st.peak_allocated_bytes = free_run.peak_allocated_bytes;
       st.peak_allocated_through_iteration_bytes = free_run.peak_allocated_through_iteration_bytes;
     } else if (st.own.oom) {
+      st.own.unlimited_peak_reserved_bytes = Run(synth, r, own, 0, 0, nullptr, nullptr).peak_reserved_bytes;
       st.peak_allocated_bytes = st.other.peak_allocated_bytes;
       st.peak_allocated_through_iteration_bytes = st.other.peak_allocated_through_iteration_bytes;
       st.peak_allocated_event = other_event;

@@ -1,6 +1,7 @@
-// memtune calibrate: runs the GPU calibration harness (tools/calibrate/run.py), then
-// `memtune validate` on its cases and `memtune replay` on its snapshots, as subprocesses of
-// this same executable, and prints the comparison. CLI-only: the library never spawns.
+// memtune calibrate: runs the GPU calibration harness (tools/calibrate/run.py) as a
+// subprocess, then validates its cases (assess::Validate) and replays its snapshots
+// (snapshot::Replay) through the library, and prints the comparison. CLI-only: the library
+// never spawns.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -18,6 +19,11 @@
 
 #include "command.h"
 #include "commands.h"
+#include "memtune/assess/validate.h"
+#include "memtune/core/file.h"
+#include "memtune/report/estimate_report.h"
+#include "memtune/report/replay_report.h"
+#include "memtune/snapshot/replay.h"
 
 extern char** environ;
 
@@ -141,11 +147,6 @@ std::string ChooseInterpreter(const fs::path& harness, const std::vector<std::st
   return candidates.front();
 }
 
-bool HasCommand(const std::string& self, const std::string& name) {
-  auto proc = RunProcess({self, name, "--help"}, true);
-  return proc && proc->exit_code == 0;
-}
-
 // Prints the measured peaks recorded for a snapshot's run, next to its replay.
 void PrintMeasured(const fs::path& out, const fs::path& snapshot) {
   std::string stem = snapshot.filename().string();
@@ -158,33 +159,45 @@ void PrintMeasured(const fs::path& out, const fs::path& snapshot) {
             << result.value("max_reserved", int64_t{0}) << " B\n";
 }
 
+// The harness's cases predicted and compared (memtune validate's report). Returns an exit code.
+int ValidateCases(const fs::path& cases) {
+  std::cout << "\n== memtune validate " << cases.string() << "\n";
+  auto text = ReadInputFile(cases.string(), "cases");
+  if (!text) return PrintError(kCommand, text.error());
+  auto parsed = assess::ParseValidationCases(*text, cases.string());
+  if (!parsed) return PrintError(kCommand, parsed.error());
+  std::cout << report::RenderValidateText(assess::Validate(*parsed, {}));
+  return kExitOk;
+}
+
+// One snapshot replayed under its recorded settings (memtune replay's report). Returns an
+// exit code: kExitFindings when the simulator diverges from the recording.
+int ReplaySnapshot(const fs::path& out, const fs::path& snapshot) {
+  std::cout << "\n== memtune replay " << snapshot.string() << "\n";
+  PrintMeasured(out, snapshot);
+  auto snap = snapshot::LoadSnapshotFile(snapshot.string());
+  if (!snap) return PrintError(kCommand, snap.error());
+  auto replayed = snapshot::Replay(*snap, {});
+  if (!replayed) return PrintError(kCommand, replayed.error());
+  std::cout << report::RenderReplayText(*replayed);
+  for (const auto& d : replayed->devices) {
+    if (d.divergence) return kExitFindings;
+  }
+  return kExitOk;
+}
+
 // validate on the cases, replay on every snapshot; returns the worst exit code.
 int Compare(const CalibrateOptions& options) {
-  const std::string self = SelfExecutable();
   const fs::path out(options.out);
-  int worst = kExitOk;
-  const fs::path cases = out / "cases.jsonl";
-  std::cout << "\n== memtune validate " << cases.string() << "\n";
-  if (!HasCommand(self, "validate")) {
-    std::cout << "note: this memtune has no 'validate' command; cases not validated\n";
-  } else if (auto proc = RunProcess({self, "validate", cases.string()}, false); proc) {
-    worst = std::max(worst, proc->exit_code);
-  }
+  int worst = ValidateCases(out / "cases.jsonl");
   std::vector<fs::path> snapshots;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(out / "snapshots", ec)) {
     if (entry.path().string().ends_with(".pickle.gz")) snapshots.push_back(entry.path());
   }
   std::sort(snapshots.begin(), snapshots.end());
-  const bool has_replay = !snapshots.empty() && HasCommand(self, "replay");
   for (const fs::path& snapshot : snapshots) {
-    std::cout << "\n== memtune replay " << snapshot.string() << "\n";
-    PrintMeasured(out, snapshot);
-    if (!has_replay) {
-      std::cout << "note: this memtune has no 'replay' command; snapshot not replayed\n";
-    } else if (auto proc = RunProcess({self, "replay", snapshot.string()}, false); proc) {
-      worst = std::max(worst, proc->exit_code);
-    }
+    worst = std::max(worst, ReplaySnapshot(out, snapshot));
   }
   if (snapshots.empty()) std::cout << "\n(no snapshots to replay)\n";
   return worst;

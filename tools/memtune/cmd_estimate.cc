@@ -5,7 +5,7 @@
 #include "commands.h"
 #include "estimate_allocator.h"
 #include "job_options.h"
-#include "memtune/estimate/estimate.h"
+#include "memtune/assess/assess.h"
 #include "memtune/report/estimate_report.h"
 
 namespace memtune::cli {
@@ -38,18 +38,16 @@ int RunEstimate(int argc, char** argv) {
   auto doc = LoadJob(flags);
   if (!doc) return PrintError("estimate", doc.error());
   PrintJobNotes("estimate", *doc, flags.verbose);
-  estimate::EstimateOptions options;
-  options.mode = *mode;
-  if (microbatches > 0) options.num_microbatches = microbatches;
-  auto result = estimate::EstimateMemory(doc->job, options);
-  if (!result) return PrintError("estimate", result.error());
-  report::EstimateReportContext context{flags.job_file, doc->job.memtune.gpu, doc->defaults_used, {}, {}};
-  if (int code = RunAllocatorForecast(doc->job, *result, *mode, alloc_flags, options.num_microbatches, context);
-      code >= 0) {
-    return code;
-  }
-  std::cout << (format == OutputFormat::kJson ? report::RenderEstimateJson(*result, context)
-                                              : report::RenderEstimateText(*result, context));
+  assess::AssessOptions options;
+  options.estimate.mode = *mode;
+  if (microbatches > 0) options.estimate.num_microbatches = microbatches;
+  if (int code = ApplyAllocatorFlags(alloc_flags, options); code >= 0) return code;
+  auto assessment = assess::AssessJob(doc->job, options);
+  if (!assessment) return PrintError("estimate", assessment.error());
+  if (int code = WriteTraceIfAsked(doc->job, *assessment, alloc_flags, options); code >= 0) return code;
+  const report::EstimateReportContext context{flags.job_file, doc->job.memtune.gpu, doc->defaults_used};
+  std::cout << (format == OutputFormat::kJson ? report::RenderEstimateJson(*assessment, context)
+                                              : report::RenderEstimateText(*assessment, context));
   return kExitOk;
 }
 

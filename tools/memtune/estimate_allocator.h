@@ -1,16 +1,14 @@
 // `memtune estimate`'s allocator forecast options (--emit-trace, --trace-rank, --iterations,
-// --torch-version, --no-allocator) and running the forecast (docs/synth.md).
+// --torch-version, --no-allocator): into assess::AssessOptions, and the trace file
+// (docs/synth.md).
 #pragma once
 
-#include <cstdint>
-#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "memtune/alloc/config.h"
-#include "memtune/estimate/estimate.h"
-#include "memtune/report/estimate_report.h"
+#include "memtune/assess/assess.h"
 
 namespace memtune::cli {
 
@@ -24,11 +22,13 @@ struct AllocatorFlags {
 
 void AddAllocatorOptions(CLI::App& app, AllocatorFlags& flags);
 
-// Accurate mode: synthesizes and simulates every rank into `ctx.forecast` (or explains in
-// `ctx.forecast_note` why not), and writes the trace when asked. Returns an exit code on
-// error (after printing it), -1 to continue.
-int RunAllocatorForecast(const model::Job& job, const estimate::Estimate& e, estimate::Mode mode,
-                         const AllocatorFlags& flags, std::optional<std::int64_t> microbatches,
-                         report::EstimateReportContext& ctx);
+// Sets the allocator part of `options` (whose estimate mode is already set) from the flags.
+// Returns an exit code on error (after printing it), -1 to continue.
+int ApplyAllocatorFlags(const AllocatorFlags& flags, assess::AssessOptions& options);
+
+// Writes the synthesized trace of --trace-rank (default: the most loaded rank) to
+// --emit-trace when asked. Returns an exit code on error (after printing it), -1 to continue.
+int WriteTraceIfAsked(const model::Job& job, const assess::Assessment& assessment,
+                      const AllocatorFlags& flags, const assess::AssessOptions& options);
 
 }  // namespace memtune::cli

@@ -87,8 +87,4 @@ std::vector<Finding> StructuralErrors(const Job& job);
 // Unknown or empty names are not Blackwell.
 bool IsBlackwellGpu(std::string_view gpu);
 
-// True when a PYTORCH_CUDA_ALLOC_CONF-style value ("k:v,k:v") sets expandable_segments:True
-// (PyTorch accepts exactly "True"; keys and values are trimmed of spaces).
-bool AllocConfEnablesExpandableSegments(std::string_view conf);
-
 }  // namespace memtune::model

@@ -23,6 +23,9 @@ struct AllocatorRun {
   bool expandable_segments = false;
   std::int64_t peak_allocated_bytes = 0;   // up to the OOM when oom
   std::int64_t peak_reserved_bytes = 0;
+  // ForecastJob: the peak reserved of the same replay without a capacity limit (what the
+  // rank needs under this config); equals peak_reserved_bytes when the run did not OOM.
+  std::int64_t unlimited_peak_reserved_bytes = 0;
   std::int64_t unallocated_at_peak_bytes = 0;  // reserved - allocated when reserved peaked
   std::int64_t peak_active_bytes = 0;      // allocated + blocks awaiting a stream's use
                                            // (PyTorch active_bytes.all.peak); up to the OOM
@@ -30,6 +33,10 @@ struct AllocatorRun {
   bool oom = false;
   std::string oom_event;              // label and size of the allocation that failed
   std::string oom_message;            // the text PyTorch would raise
+  // When oom: how many more bytes the failing cudaMalloc needed than the device had free
+  // after the cache was released (Tried to allocate - free): the least memory the rank is
+  // short by at that moment. 0 otherwise.
+  std::int64_t oom_shortfall_bytes = 0;
   // Peaks from start-up through the end of each training iteration, its optimizer step
   // included: [i] covers iterations 0..i. These are the numbers Megatron-LM's and
   // Megatron-Bridge's "(after N iterations) memory" report prints for N = i + 1
@@ -62,6 +69,9 @@ struct Forecast {
   std::int64_t capacity_bytes = 0;        // GPU total (0 = unknown: no verdict)
   std::int64_t non_pytorch_bytes = 0;     // CUDA context and other non-PyTorch memory
   alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
+  // The job field the allocator config came from ("memtune.env.PYTORCH_CUDA_ALLOC_CONF",
+  // "alloc_conf" for ForecastOptions::alloc_conf; "" when unset: PyTorch's defaults).
+  std::string alloc_conf_field;
   bool own_oom = false;                   // some stage OOMs under the job's config
   bool other_oom = false;                 // some stage OOMs under the other mode
 };
@@ -71,22 +81,34 @@ struct ForecastOptions {
   std::int64_t capacity_bytes = 0;        // 0: unknown GPU, simulate without a limit
   std::int64_t non_pytorch_bytes = 0;
   alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
-  std::optional<std::string> alloc_conf;  // default: memtune.env.PYTORCH_ALLOC_CONF, else
-                                          // memtune.env.PYTORCH_CUDA_ALLOC_CONF, else ""
+  std::optional<std::string> alloc_conf;  // default: the job's memtune.env, read as PyTorch
+                                          // options.torch_version reads it
 };
 
-// The allocator config string the job runs with (see ForecastOptions::alloc_conf), and the
-// field it came from ("memtune.env.PYTORCH_CUDA_ALLOC_CONF"; "" when unset).
-std::pair<std::string, std::string> JobAllocConf(const model::Job& job);
+// The allocator config the job runs with, and the job field it came from.
+struct JobAllocator {
+  alloc::AllocatorConfig config;
+  std::string field;  // see Forecast::alloc_conf_field
+};
 
-// The job's allocator config (options.alloc_conf, else JobAllocConf) parsed for
-// options.torch_version. Errors: kInvalidConfig naming the field it came from (PyTorch's
-// message).
-Result<alloc::AllocatorConfig> JobAllocatorConfig(const model::Job& job, const ForecastOptions& options);
+// options.alloc_conf parsed for options.torch_version, else the job's launch environment
+// (memtune.env) read as PyTorch reads it (alloc::AllocatorConfigFromEnv).
+// Errors: kInvalidConfig naming the field it came from (PyTorch's message).
+Result<JobAllocator> JobAllocatorConfig(const model::Job& job, const ForecastOptions& options);
 
 // Replays rank `pp_rank` under `config`. capacity 0 = no limit.
 AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
                           std::int64_t capacity_bytes, std::int64_t non_pytorch_bytes);
+
+// The smallest device capacity (bytes, non-PyTorch memory included) at which rank
+// `pp_rank` runs without an OOM under `config`, found by bisection between `oom_bytes` (a
+// capacity that runs out) and `fits_bytes` (one that does not, e.g. the unlimited replay's
+// peak reserved + non-PyTorch memory) to within `resolution_bytes`; returns the fitting end.
+// The native allocator frees its cache and retries before it gives up, so it fits in less
+// than its unlimited peak reserved.
+std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
+                                     std::int64_t non_pytorch_bytes, std::int64_t oom_bytes, std::int64_t fits_bytes,
+                                     std::int64_t resolution_bytes);
 
 // Synthesizes and replays every rank under both modes.
 // Errors: those of TraceSynthesizer::Create; kInvalidConfig naming

@@ -137,6 +137,31 @@ TEST(CheckJobTest, ReportsEveryViolationAtOnce) {
   EXPECT_EQ(CountErrors(findings), 8);
 }
 
+// The nccl_ub rule reads the allocator config as PyTorch 2.9 does (alloc::AllocatorConfigFromEnv):
+// PYTORCH_ALLOC_CONF's expandable_segments wins over PYTORCH_CUDA_ALLOC_CONF's, and a value
+// PyTorch rejects (lowercase "true") turns nothing on.
+TEST(CheckJobTest, ExpandableSegmentsReadAsPyTorchReadsThem) {
+  auto has_rule = [](const Job& job) {
+    for (const Finding& f : CheckJob(job)) {
+      if (f.rule_id == "alloc.expandable-nccl-ub") return true;
+    }
+    return false;
+  };
+  Job job = BaseJob();
+  job.ddp.nccl_ub = true;
+  job.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = " max_split_size_mb:128, expandable_segments : True";
+  EXPECT_TRUE(has_rule(job));
+  job.memtune.env["PYTORCH_ALLOC_CONF"] = "expandable_segments:False";
+  EXPECT_FALSE(has_rule(job));
+  job.memtune.env.erase("PYTORCH_CUDA_ALLOC_CONF");
+  job.memtune.env["PYTORCH_ALLOC_CONF"] = "expandable_segments:True";
+  EXPECT_TRUE(has_rule(job));
+  job.memtune.env["PYTORCH_ALLOC_CONF"] = "expandable_segments:true";
+  EXPECT_FALSE(has_rule(job));
+  job.memtune.env["PYTORCH_ALLOC_CONF"] = "expandable_segments:True,expandable_segments:False";
+  EXPECT_FALSE(has_rule(job));
+}
+
 TEST(CheckJobTest, BoundaryCasesPass) {
   Job job = BaseJob();
   job.model.num_query_groups = 2;  // a divisor of TP 4
@@ -248,17 +273,6 @@ TEST(HelpersTest, BlackwellNames) {
   EXPECT_FALSE(IsBlackwellGpu("a100-80gb"));
   EXPECT_FALSE(IsBlackwellGpu(""));
   EXPECT_FALSE(IsBlackwellGpu("bogus"));
-}
-
-TEST(HelpersTest, ExpandableSegmentsParsing) {
-  EXPECT_TRUE(AllocConfEnablesExpandableSegments("expandable_segments:True"));
-  EXPECT_TRUE(
-      AllocConfEnablesExpandableSegments(" max_split_size_mb:128, expandable_segments : True"));
-  EXPECT_FALSE(AllocConfEnablesExpandableSegments("expandable_segments:False"));
-  EXPECT_FALSE(AllocConfEnablesExpandableSegments("expandable_segments:true"));
-  EXPECT_FALSE(
-      AllocConfEnablesExpandableSegments("expandable_segments:True,expandable_segments:False"));
-  EXPECT_FALSE(AllocConfEnablesExpandableSegments(""));
 }
 
 }  // namespace

@@ -1,15 +1,19 @@
 // Validation cases: parsing the JSON Lines, predicting each case, error statistics.
-#include "memtune/estimate/validate.h"
+#include "memtune/assess/validate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "memtune/core/units.h"
+#include "assess/validate_metric.h"
 #include "memtune/model/job_parse.h"
 
-namespace memtune::estimate {
+namespace memtune::assess {
 namespace {
+
+using estimate::EstimateOptions;
+using estimate::RankEstimate;
 
 using nlohmann::json;
 
@@ -66,13 +70,13 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
 
 // `after`: CaseResult::after_iterations.
 Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
-                   const std::string& rank, int after, const ValidateOptions& validate) {
+                   const std::string& rank, int after) {
   Prediction p;
   p.mode = mode;
   // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay;
   // max_allocated too when it is read after a given iteration (the estimate is the whole run's).
   const bool allocator_metric = c.metric != "max_allocated" || (after > 0 && mode == Mode::kAccurate);
-  if (allocator_metric && !(mode == Mode::kAccurate && validate.allocator_metric)) {
+  if (allocator_metric && mode != Mode::kAccurate) {
     p.status = "unsupported";
     p.reason = "metric " + c.metric +
                (c.metric == "max_allocated" ? " after " + std::to_string(after) + " iterations" : "") +
@@ -81,7 +85,7 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
   }
   EstimateOptions options;
   options.mode = mode;
-  auto estimate = EstimateMemory(job, options);
+  auto estimate = estimate::EstimateMemory(job, options);
   if (!estimate) {
     p.status = estimate.error().code == ErrorCode::kUnsupported ? "unsupported" : "error";
     p.reason = estimate.error().Describe();
@@ -89,8 +93,8 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
   }
   std::int64_t bytes = estimate->peak_allocated_bytes;
   p.pp_rank = estimate->peak_pp_rank;
-  if (allocator_metric) {  // the simulated allocator's reserved memory (synth::ForecastJob)
-    auto predicted = validate.allocator_metric(job, *estimate, c.metric, rank, after);
+  if (allocator_metric) {  // the simulated allocator's memory (synth replay)
+    auto predicted = internal::AllocatorMetric(job, *estimate, c.metric, rank, after);
     if (!predicted) {
       p.status = predicted.error().code == ErrorCode::kUnsupported ? "unsupported" : "error";
       p.reason = predicted.error().Describe();
@@ -172,7 +176,7 @@ ValidationReport Validate(const std::vector<ValidationCase>& cases, const Valida
     auto doc = model::ParseJobText(c.job_text, parse);
     auto fill = [&](Mode mode) {
       const std::string& rank = options.rank_override.empty() ? c.rank : options.rank_override;
-      if (doc) return Predict(c, doc->job, mode, rank, r.after_iterations, options);
+      if (doc) return Predict(c, doc->job, mode, rank, r.after_iterations);
       Prediction p;
       p.mode = mode;
       p.status = "error";
@@ -194,4 +198,4 @@ ValidationReport Validate(const std::vector<ValidationCase>& cases, const Valida
   return report;
 }
 
-}  // namespace memtune::estimate
+}  // namespace memtune::assess

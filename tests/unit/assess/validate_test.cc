@@ -1,12 +1,12 @@
 // Validation cases: parsing, per-rank prediction and the error summary.
-#include "memtune/estimate/validate.h"
+#include "memtune/assess/validate.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-namespace memtune::estimate {
+namespace memtune::assess {
 namespace {
 
 TEST(ValidateTest, ParseErrorsNameLineAndField) {
@@ -98,15 +98,14 @@ TEST(ValidateTest, PublicCasesArePredictedOrUnsupportedNeverDropped) {
   const auto report = Validate(cases, options);
   ASSERT_EQ(report.cases.size(), 13u);
   EXPECT_EQ(report.summary.cases, 13);
-  EXPECT_EQ(report.summary.predicted, 8);  // the 5 FSDP2 max_reserved cases are unsupported
+  EXPECT_EQ(report.summary.predicted, 13);  // max_reserved from the allocator replay
   for (const auto& c : report.cases) {
-    if (c.measured.metric == "max_reserved") {
-      EXPECT_EQ(c.accurate.status, "unsupported") << c.measured.id;
-      EXPECT_FALSE(c.accurate.predicted_bytes);
-    } else {
-      EXPECT_EQ(c.accurate.status, "ok") << c.measured.id << ": " << c.accurate.reason;
+    EXPECT_EQ(c.accurate.status, "ok") << c.measured.id << ": " << c.accurate.reason;
+    ASSERT_EQ(c.compare.size(), 2u);
+    if (c.measured.metric == "max_reserved") {  // the compatibility modes have no allocator
+      EXPECT_EQ(c.compare[0].status, "unsupported") << c.measured.id;
+      EXPECT_FALSE(c.compare[0].predicted_bytes);
     }
-    EXPECT_EQ(c.compare.size(), 2u);
   }
   EXPECT_LE(report.summary.median_abs_error_pct, report.summary.p90_abs_error_pct);
   EXPECT_LE(report.summary.p90_abs_error_pct, report.summary.max_abs_error_pct);
@@ -123,84 +122,65 @@ ValidationCase OneCase(const std::string& metric) {
   return cases ? cases->front() : ValidationCase{};
 }
 
-TEST(ValidateTest, AllocatorMetricsNeedTheReplay) {
+Prediction Only(const ValidationCase& c, const ValidateOptions& options = {}) {
+  const auto report = Validate({c}, options);
+  EXPECT_EQ(report.cases.size(), 1u);
+  return report.cases.empty() ? Prediction{} : report.cases[0].accurate;
+}
+
+TEST(ValidateTest, AllocatorMetricsComeFromTheReplayInAccurateModeOnly) {
+  const Prediction allocated = Only(OneCase("max_allocated"));
+  ASSERT_EQ(allocated.status, "ok") << allocated.reason;
   for (const char* metric : {"max_reserved", "device_used", "peak_active"}) {
-    const auto report = Validate({OneCase(metric)}, {});
+    ValidateOptions options;
+    options.compare = {Mode::kMegatronLm};
+    const auto report = Validate({OneCase(metric)}, options);
     ASSERT_EQ(report.cases.size(), 1u);
-    EXPECT_EQ(report.cases[0].accurate.status, "unsupported");
-    EXPECT_EQ(report.cases[0].accurate.reason,
+    const Prediction& p = report.cases[0].accurate;
+    EXPECT_EQ(p.status, "ok") << metric << ": " << p.reason;
+    ASSERT_TRUE(p.predicted_bytes);
+    EXPECT_GE(*p.predicted_bytes, *allocated.predicted_bytes) << metric;  // reserved >= allocated
+    EXPECT_EQ(p.pp_rank, 0);  // the case's rank "last" of a one-stage job
+    ASSERT_EQ(report.cases[0].compare.size(), 1u);
+    EXPECT_EQ(report.cases[0].compare[0].status, "unsupported");
+    EXPECT_EQ(report.cases[0].compare[0].reason,
               std::string("metric ") + metric + " needs the allocator simulator (accurate mode only)");
   }
-}
-
-TEST(ValidateTest, PeakActiveIsAskedOfTheReplayForTheCasesRank) {
-  ValidateOptions options;
-  std::string seen_metric, seen_rank;
-  options.allocator_metric = [&](const model::Job&, const Estimate&, const std::string& metric,
-                                 const std::string& rank, int after) -> Result<std::pair<int, std::int64_t>> {
-    seen_metric = metric;
-    seen_rank = rank;
-    EXPECT_EQ(after, 0);
-    return std::pair<int, std::int64_t>{0, 1100};
+  // device_used is reserved plus the memory outside PyTorch (the CUDA context of a known GPU).
+  auto on_gpu = [](ValidationCase c) {
+    c.job_text.insert(c.job_text.size() - 1, R"(,"memtune":{"gpu":"h100-sxm-80gb"})");
+    return c;
   };
-  const auto report = Validate({OneCase("peak_active")}, options);
-  ASSERT_EQ(report.cases.size(), 1u);
-  const auto& p = report.cases[0].accurate;
-  EXPECT_EQ(p.status, "ok") << p.reason;
-  EXPECT_EQ(seen_metric, "peak_active");
-  EXPECT_EQ(seen_rank, "last");
-  ASSERT_TRUE(p.predicted_bytes);
-  EXPECT_EQ(*p.predicted_bytes, 1100);
-  ASSERT_TRUE(p.error_pct);
-  EXPECT_DOUBLE_EQ(*p.error_pct, 10.0);
+  const Prediction reserved = Only(on_gpu(OneCase("max_reserved")));
+  const Prediction used = Only(on_gpu(OneCase("device_used")));
+  ASSERT_TRUE(reserved.predicted_bytes && used.predicted_bytes) << reserved.reason << used.reason;
+  EXPECT_EQ(*used.predicted_bytes - *reserved.predicted_bytes, std::int64_t{512} << 20);
 }
 
-TEST(ValidateTest, MaxAllocatedAfterAnIterationComesFromTheReplayInAccurateModeOnly) {
+TEST(ValidateTest, MaxAllocatedAfterTheFirstIterationExcludesAdamsMoments) {
   ValidateOptions options;
-  options.after_iterations = 1;
   options.compare = {Mode::kMegatronLm};
-  int calls = 0, seen_after = -1;
-  options.allocator_metric = [&](const model::Job&, const Estimate&, const std::string& metric,
-                                 const std::string&, int after) -> Result<std::pair<int, std::int64_t>> {
-    ++calls;
-    seen_after = after;
-    EXPECT_EQ(metric, "max_allocated");
-    return std::pair<int, std::int64_t>{0, 900};
-  };
-  const auto report = Validate({OneCase("max_allocated")}, options);
-  ASSERT_EQ(report.cases.size(), 1u);
-  EXPECT_EQ(calls, 1);  // accurate only: megatron-lm keeps its formula
-  EXPECT_EQ(seen_after, 1);
-  ASSERT_TRUE(report.cases[0].accurate.predicted_bytes);
-  EXPECT_EQ(*report.cases[0].accurate.predicted_bytes, 900);
-  ASSERT_EQ(report.cases[0].compare.size(), 1u);
-  EXPECT_NE(report.cases[0].compare[0].predicted_bytes.value_or(900), 900);
-
-  // Without after_iterations, max_allocated is the estimate's and the replay is not asked.
-  options.after_iterations = 0;
-  calls = 0;
   const auto whole = Validate({OneCase("max_allocated")}, options);
-  EXPECT_EQ(calls, 0);
-  EXPECT_EQ(whole.cases[0].accurate.status, "ok");
+  options.after_iterations = 1;
+  const auto first = Validate({OneCase("max_allocated")}, options);
+  ASSERT_TRUE(whole.cases[0].accurate.predicted_bytes && first.cases[0].accurate.predicted_bytes);
+  // Adam's moments exist only from the first optimizer step on.
+  EXPECT_LT(*first.cases[0].accurate.predicted_bytes, *whole.cases[0].accurate.predicted_bytes);
+  // megatron-lm keeps its formula, whatever the iteration.
+  EXPECT_EQ(first.cases[0].compare[0].predicted_bytes, whole.cases[0].compare[0].predicted_bytes);
 
   // A case's own measured.after_iterations is used unless the option overrides it.
   ValidationCase own = OneCase("max_allocated");
-  own.after_iterations = 10;
-  calls = 0;
-  Validate({own}, options);
-  EXPECT_EQ(calls, 1);
-  EXPECT_EQ(seen_after, 10);
+  own.after_iterations = 1;
+  options.after_iterations = 0;
+  const auto own_first = Validate({own}, options);
+  EXPECT_EQ(own_first.cases[0].after_iterations, 1);
+  EXPECT_EQ(own_first.cases[0].accurate.predicted_bytes, first.cases[0].accurate.predicted_bytes);
   options.after_iterations = 2;
   const auto overridden = Validate({own}, options);
-  EXPECT_EQ(seen_after, 2);
   EXPECT_EQ(overridden.cases[0].after_iterations, 2);  // what the renderers show
-
-  // Without the allocator simulator a reading after N iterations is refused, naming it.
-  options.allocator_metric = nullptr;
-  const auto refused = Validate({own}, options);
-  EXPECT_EQ(refused.cases[0].accurate.status, "unsupported");
-  EXPECT_NE(refused.cases[0].accurate.reason.find("max_allocated after 2 iterations"), std::string::npos)
-      << refused.cases[0].accurate.reason;
+  ASSERT_TRUE(overridden.cases[0].accurate.predicted_bytes);
+  EXPECT_GT(*overridden.cases[0].accurate.predicted_bytes, *first.cases[0].accurate.predicted_bytes);
 }
 
 TEST(ValidateTest, RankOverridePicksTheStage) {
@@ -216,4 +196,4 @@ TEST(ValidateTest, RankOverridePicksTheStage) {
 }
 
 }  // namespace
-}  // namespace memtune::estimate
+}  // namespace memtune::assess

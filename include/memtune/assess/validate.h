@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <utility>
 #include <string>
@@ -13,7 +12,9 @@
 #include "memtune/core/result.h"
 #include "memtune/estimate/estimate.h"
 
-namespace memtune::estimate {
+namespace memtune::assess {
+
+using estimate::Mode;
 
 // One measured run.
 struct ValidationCase {
@@ -86,27 +87,19 @@ struct ValidateOptions {
   // (Megatron-LM's and Bridge's "(after N iterations) memory": PyTorch's peaks since start-up
   // through iteration N's optimizer step) instead of over the whole run, for every case;
   // 0 = each case's own measured.after_iterations (absent: the whole run).
-  // Accurate mode only, through allocator_metric (max_allocated then comes from the trace
-  // too); the compatibility modes keep upstream's formula.
+  // Accurate mode only (max_allocated then comes from the trace too); the compatibility
+  // modes keep upstream's formula.
   int after_iterations = 0;
-  // Predicts an allocator metric ("max_reserved", "device_used", "peak_active", and
-  // "max_allocated" when after_iterations > 0) of the accurate mode: given the job, its
-  // estimate, the rank selector ("max", "rank0", "last") and after_iterations, returns the
-  // pipeline rank used and the bytes. The estimate library cannot run the allocator
-  // simulator (synth depends on it), so callers that link synth set this (memtune validate
-  // uses synth::ForecastJob). Unset: those metrics are "unsupported".
-  std::function<Result<std::pair<int, std::int64_t>>(const model::Job& job, const Estimate& estimate,
-                                                     const std::string& metric, const std::string& rank,
-                                                     int after_iterations)>
-      allocator_metric;
 };
 
 // Predicts every case: parses its job (model::ParseJobText), estimates it, and reads the
 // metric for the case's rank (max: the most loaded stage; rank0: stage 0; last: the last
 // stage). max_allocated is the estimate's; max_reserved, device_used and peak_active come
-// from `allocator_metric` (accurate mode only). A job that does not parse or estimate is
-// status "error" or
-// "unsupported" with the reason. Never fails as a whole.
+// from replaying each rank's synthesized trace through the allocator simulator under the
+// job's allocator config (accurate mode only; the compatibility modes call them
+// "unsupported"). A job that does not parse or estimate is status "error" or "unsupported"
+// with the reason. Never fails as a whole.
+// Example: Validate(*ParseValidationCases(text, "cases.jsonl"), {}).summary.median_abs_error_pct.
 ValidationReport Validate(const std::vector<ValidationCase>& cases, const ValidateOptions& options);
 
-}  // namespace memtune::estimate
+}  // namespace memtune::assess

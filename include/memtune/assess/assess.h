@@ -1,0 +1,117 @@
+// AssessJob: the one library call that answers "will this job fit, and what should I do".
+// It runs the per-rank estimate, the allocator forecast under both segment modes (accurate
+// mode), decides a verdict per mode and lists the playbook's advice as data. Renderers
+// (report/), the CLI and bindings only format an Assessment; nothing here prints.
+// docs/assess.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memtune/alloc/config.h"
+#include "memtune/core/result.h"
+#include "memtune/estimate/estimate.h"
+#include "memtune/model/job.h"
+#include "memtune/synth/forecast.h"
+
+namespace memtune::assess {
+
+enum class AllocatorMode { kNative, kExpandable };
+// "native", "expandable" (the keys of estimate --format json's "verdict").
+std::string_view AllocatorModeName(AllocatorMode mode);
+
+enum class VerdictState {
+  kFits,    // the margin is larger than the prediction's uncertainty
+  kAtRisk,  // it fits, but by less than the prediction's uncertainty
+  kOom,     // the simulated allocator raises OutOfMemoryError
+};
+// "fits", "at_risk", "oom".
+std::string_view VerdictStateName(VerdictState state);
+
+// The relative uncertainty of a predicted peak reserved that AssessOptions assumes by
+// default: the 90th-percentile absolute error of memtune's max_reserved predictions over
+// the real Megatron-LM CI runs in tests/data (docs/assess.md gives the command that
+// measures it). A spare below this share of the peak is "at risk".
+inline constexpr double kDefaultReservedUncertainty = 0.05;
+
+// One allocator mode's verdict for the whole job: the rank that decides it.
+struct ModeVerdict {
+  AllocatorMode mode = AllocatorMode::kNative;
+  bool job_config = false;  // the mode the job runs with (its own allocator config)
+  std::string alloc_conf;   // the allocator settings simulated ("" = PyTorch's defaults)
+  VerdictState state = VerdictState::kFits;
+  // Usable memory (capacity - non-PyTorch) minus the deciding rank's peak need, in bytes.
+  // When it fits: the need is its replay's peak reserved under the capacity, so the margin
+  // is what was left at the tightest moment. Under kOom it is negative: minus how much more
+  // capacity the rank needs to run without an OOM (bisection over replays to within 64 MiB
+  // or 1/256 of the search range, rounded up).
+  std::int64_t margin_bytes = 0;
+  // The deciding rank's uncertainty band: reserved_uncertainty x its peak reserved (kAtRisk
+  // when it fits with margin < band).
+  std::int64_t uncertainty_bytes = 0;
+  int pp_rank = 0;  // the deciding rank: the worst state, then the smallest margin (kOom:
+                    // the largest peak reserved without a capacity limit)
+  std::string moment;   // kOom: the allocation that failed; else the event at the reserved peak
+  std::string oom_message;  // kOom: the text PyTorch raises on that rank
+};
+
+// The allocated-memory verdict of the estimate alone (before fragmentation).
+struct AllocatedFit {
+  std::int64_t usable_bytes = 0;    // capacity - non-PyTorch memory
+  std::int64_t headroom_bytes = 0;  // usable - the most loaded rank's allocated peak
+  bool fits = false;                // headroom >= 0
+};
+
+// One job-field edit: the field path (docs/job-format.md names) and the new value as JSON
+// text ("\"expandable_segments:True\"", "8", "true").
+struct FieldChange {
+  std::string field;
+  std::string value_json;
+};
+
+// One piece of advice, as the playbook orders it (../seed memory-tuning.md, docs/assess.md).
+struct Advice {
+  std::string id;             // stable, e.g. "allocator.expandable-segments"
+  std::string playbook_step;  // e.g. "Quick Decision step 1"
+  std::vector<FieldChange> changes;  // the edits; empty when the advice names no single edit
+  // Predicted change of the deciding margin in bytes (positive = more room); 0 when the
+  // advice names no edit.
+  std::int64_t effect_bytes = 0;
+  std::string text;  // one or two sentences for people
+};
+
+struct AssessOptions {
+  estimate::EstimateOptions estimate;  // mode, micro-batches, explanations
+  // Simulate the allocator (accurate mode only): the forecast, per-mode verdicts and the
+  // allocator advice. Off: the estimate and its allocated fit only.
+  bool simulate_allocator = true;
+  int iterations = 2;  // training iterations synthesized and replayed (1 to 100)
+  alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
+  double reserved_uncertainty = kDefaultReservedUncertainty;  // see the constant; 0 to 1
+};
+
+struct Assessment {
+  estimate::Estimate estimate;
+  std::optional<AllocatedFit> allocated_fit;  // nullopt when the GPU capacity is unknown
+  std::optional<synth::Forecast> forecast;    // accurate mode with simulate_allocator
+  std::string forecast_note;  // why there is no forecast for a job it cannot synthesize
+  // One per mode, the job's own first, when there is a forecast and a known capacity.
+  std::vector<ModeVerdict> verdicts;
+  std::vector<Advice> advice;  // best first
+};
+
+// Estimates, forecasts and judges `job` (an effective job, model/job.h).
+// Errors: those of estimate::EstimateMemory; kInvalidConfig naming the memtune.env field
+// when the allocator config does not parse (PyTorch's message); kInvalidInput naming
+// "iterations" or "reserved_uncertainty" when out of range. A job the synthesizer does not
+// model is not an error: the forecast is absent and forecast_note says why.
+// Example: AssessJob(job)->verdicts.front().state == VerdictState::kFits.
+Result<Assessment> AssessJob(const model::Job& job, const AssessOptions& options = {});
+
+// The verdict of `mode` in `a`, or nullptr when there is none.
+const ModeVerdict* FindVerdict(const Assessment& a, AllocatorMode mode);
+
+}  // namespace memtune::assess

@@ -1,0 +1,94 @@
+// AssessJob: estimate, forecast, verdicts and advice in one call.
+#include "memtune/assess/assess.h"
+
+#include <algorithm>
+
+#include "assess/advice.h"
+#include "memtune/alloc/env_config.h"
+#include "assess/verdict.h"
+
+namespace memtune::assess {
+namespace {
+
+// How closely an OOM verdict's shortfall is found (docs/assess.md): 64 MiB, or 1/256 of the
+// search range when that is wider, so a search takes at most about eight replays.
+constexpr std::int64_t kOomMarginResolutionBytes = std::int64_t{64} << 20;
+
+std::optional<AllocatedFit> FitOf(const estimate::Estimate& e) {
+  if (e.gpu_capacity_bytes <= 0) return std::nullopt;
+  AllocatedFit fit;
+  fit.usable_bytes = e.gpu_capacity_bytes - e.non_pytorch_bytes;
+  fit.headroom_bytes = fit.usable_bytes - e.peak_allocated_bytes;
+  fit.fits = fit.headroom_bytes >= 0;
+  return fit;
+}
+
+Status CheckOptions(const AssessOptions& o) {
+  if (o.iterations < 1 || o.iterations > 100) {
+    return InvalidInput("iterations", std::to_string(o.iterations) + " is out of range; allowed: 1 to 100");
+  }
+  if (!(o.reserved_uncertainty >= 0 && o.reserved_uncertainty <= 1)) {
+    return InvalidInput("reserved_uncertainty",
+                        std::to_string(o.reserved_uncertainty) + " is out of range; allowed: 0 to 1");
+  }
+  return OkStatus();
+}
+
+// An OOM verdict's margin: how much more capacity its deciding rank needs, by bisection
+// between the capacity (which runs out) and the unlimited replay's need (which cannot).
+Status RefineOomMargins(const model::Job& job, const synth::ForecastOptions& fo, std::vector<ModeVerdict>& verdicts) {
+  std::optional<synth::TraceSynthesizer> synth;
+  for (ModeVerdict& v : verdicts) {
+    if (v.state != VerdictState::kOom) continue;
+    if (!synth) {
+      MEMTUNE_TRY(auto created, synth::TraceSynthesizer::Create(job, fo.synth));
+      synth.emplace(std::move(created));
+    }
+    MEMTUNE_TRY(const synth::JobAllocator own, synth::JobAllocatorConfig(job, fo));
+    const alloc::AllocatorConfig config =
+        alloc::WithExpandableSegments(own.config, v.mode == AllocatorMode::kExpandable);
+    const std::int64_t unlimited_need = fo.capacity_bytes - v.margin_bytes;  // with non-PyTorch
+    const std::int64_t resolution = std::max(kOomMarginResolutionBytes, (unlimited_need - fo.capacity_bytes) / 256);
+    const std::int64_t fitting = synth::SmallestFittingCapacity(*synth, v.pp_rank, config, fo.non_pytorch_bytes,
+                                                                fo.capacity_bytes, unlimited_need, resolution);
+    v.margin_bytes = fo.capacity_bytes - fitting;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+const ModeVerdict* FindVerdict(const Assessment& a, AllocatorMode mode) {
+  for (const ModeVerdict& v : a.verdicts) {
+    if (v.mode == mode) return &v;
+  }
+  return nullptr;
+}
+
+Result<Assessment> AssessJob(const model::Job& job, const AssessOptions& options) {
+  MEMTUNE_RETURN_IF_ERROR(CheckOptions(options));
+  Assessment a;
+  MEMTUNE_TRY(a.estimate, estimate::EstimateMemory(job, options.estimate));
+  a.allocated_fit = FitOf(a.estimate);
+  if (options.estimate.mode != estimate::Mode::kAccurate || !options.simulate_allocator) return a;
+  synth::ForecastOptions fo;
+  fo.synth.iterations = options.iterations;
+  fo.synth.num_microbatches = options.estimate.num_microbatches;
+  fo.capacity_bytes = a.estimate.gpu_capacity_bytes;
+  fo.non_pytorch_bytes = a.estimate.non_pytorch_bytes;
+  fo.torch_version = options.torch_version;
+  auto forecast = synth::ForecastJob(job, fo);
+  if (!forecast) {
+    if (forecast.error().code != ErrorCode::kUnsupported) return forecast.error();
+    const Error& why = forecast.error();
+    a.forecast_note = "not simulated: " + why.Describe() + (why.hint.empty() ? "" : "; " + why.hint);
+    return a;
+  }
+  a.forecast = std::move(*forecast);
+  a.verdicts = internal::DecideVerdicts(*a.forecast, options.reserved_uncertainty);
+  MEMTUNE_RETURN_IF_ERROR(RefineOomMargins(job, fo, a.verdicts));
+  a.advice = internal::DecideAdvice(a);
+  return a;
+}
+
+}  // namespace memtune::assess
