@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "memtune/report/estimate_report.h"
-#include "report/estimate_allocator.h"
+#include "report/estimate_forecast.h"
 
 namespace memtune::report {
 namespace {

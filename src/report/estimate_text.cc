@@ -8,7 +8,7 @@
 
 #include "memtune/core/units.h"
 #include "memtune/report/estimate_report.h"
-#include "report/estimate_allocator.h"
+#include "report/estimate_forecast.h"
 
 namespace memtune::report {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "command.h"
 #include "commands.h"
-#include "estimate_allocator.h"
+#include "allocator_flags.h"
 #include "job_options.h"
 #include "memtune/assess/assess.h"
 #include "memtune/report/estimate_report.h"
@@ -28,7 +28,7 @@ int RunEstimate(int argc, char** argv) {
                  "micro-batches per step (default: global / (micro * data-parallel))")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000000}))
       ->option_text("INT");
-  AllocatorFlags alloc_flags;  // reserved memory + OOM verdict (estimate_allocator.h)
+  AllocatorFlags alloc_flags;  // reserved memory + OOM verdict (allocator_flags.h)
   AddAllocatorOptions(app, alloc_flags);
   AddFormatOption(app, format);
   if (int code = ParseArgs(app, argc, argv); code >= 0) return code;

@@ -1,5 +1,5 @@
 // The allocator forecast of `memtune estimate` (docs/synth.md).
-#include "estimate_allocator.h"
+#include "allocator_flags.h"
 
 #include <fstream>
 

@@ -1,5 +1,5 @@
 // Reserved memory and the OOM verdict in the estimate reports (docs/synth.md).
-#include "report/estimate_allocator.h"
+#include "report/estimate_forecast.h"
 
 #include <fmt/format.h>
 
