@@ -177,6 +177,18 @@ std::string ExpandableVar(const Job& job) {
   return env->source_var;
 }
 
+// The launch environment's allocator config must parse as PyTorch parses it: PyTorch raises
+// at the first CUDA allocation otherwise (e.g. expandable_segments:true, "=" for ":").
+Violations AllocConfValid(const Job& job) {
+  auto env = alloc::AllocatorConfigFromEnv(job.memtune.env, alloc::kDefaultTorchVersion, "memtune.env.");
+  if (env) return {};
+  const Error& e = env.error();
+  const std::string var = e.field.substr(0, e.field.find(' ')).substr(std::string("memtune.env.").size());
+  return {Violation{{{"memtune.env." + var, job.memtune.env.at(var)}},
+                    "PyTorch " + alloc::kDefaultTorchVersion.ToString() + " rejects " + var + ": " + e.message,
+                    e.hint.empty() ? "use PyTorch's spelling, e.g. expandable_segments:True" : e.hint}};
+}
+
 Violations ExpandableWithNcclUb(const Job& job) {
   const std::string var = ExpandableVar(job);
   if (var.empty() || !job.ddp.nccl_ub) return {};
@@ -250,6 +262,11 @@ constexpr Rule kRules[] = {
       "TE graphs with EP overlap exclude the moe and mlp scopes", "drop moe/mlp scopes",
       kMcoreTransformer},
      EpOverlapScope},
+    {{"alloc.conf-valid", Severity::kError, RuleScope::kAll,
+      "PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF parse as PyTorch parses them",
+      "fix the option PyTorch names",
+      "PyTorch c10/core/AllocatorConfig.cpp, c10/cuda/CUDAAllocatorConfig.cpp parseArgs"},
+     AllocConfValid},
     {{"alloc.expandable-nccl-ub", Severity::kError, RuleScope::kAll,
       "expandable_segments:True is incompatible with NCCL user buffers (ddp.nccl_ub)",
       "drop expandable_segments or nccl_ub", "MCore DistributedDataParallelConfig.__post_init__"},

@@ -307,6 +307,7 @@ const std::map<std::string, FailingCase>& Cases() {
          j.model.cuda_graph_impl = "transformer_engine";
          j.model.cuda_graph_scope = {"mlp"};
        }}},
+      {"alloc.conf-valid", {[](Job& j) { j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:true"; }}},
       {"alloc.expandable-nccl-ub", {[](Job& j) {
          j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
          j.ddp.nccl_ub = true;
