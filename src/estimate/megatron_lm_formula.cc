@@ -1,6 +1,6 @@
 // Megatron-LM theoretical_memory_usage.py formulas, in upstream operation order.
 // Source: NVIDIA/Megatron-LM @ d98e8a64 megatron/training/theoretical_memory_usage.py,
-// restated in docs/estimator-compat.md and /work/shared/docs/megatron.md §2.
+// restated in docs/estimator-compat.md and docs/megatron.md §2.
 #include "estimate/megatron_lm_formula.h"
 
 #include <string>

@@ -1,5 +1,5 @@
 """Writes each workload as a memtune job document and its measurements as validation cases
-(the formats of /work/shared/docs/job-format.md sections 1 and 2)."""
+(the formats of docs/job-format.md sections 1 and 2)."""
 from typing import Dict, List, Optional
 
 import workloads

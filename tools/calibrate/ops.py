@@ -6,7 +6,7 @@ held between forward and backward match a Megatron rank. Collectives are emulate
 device by ops that allocate the same outputs (a gather is a repeat, a reduce-scatter a
 sum over the TP copies). Sources (facts, not code): Megatron-LM @ d98e8a64
 megatron/core/tensor_parallel/{layers,cross_entropy}.py, transformer/transformer_layer.py,
-fusions/fused_bias_swiglu.py; /work/shared/docs/megatron.md sections 8.2 and 10.
+fusions/fused_bias_swiglu.py; docs/megatron.md sections 8.2 and 10.
 """
 import math
 

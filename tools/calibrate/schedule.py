@@ -3,7 +3,7 @@
 Pure Python (no torch), so the order and the in-flight counts can be tested on their own.
 Sources: Megatron-LM megatron/core/pipeline_parallel/schedules.py @ d98e8a64
 (get_pp_rank_microbatches, get_schedule_table, forward_backward_pipelining_with[out]_
-interleaving, forward_backward_no_pipelining); /work/shared/docs/megatron.md section 4.
+interleaving, forward_backward_no_pipelining); docs/megatron.md section 4.
 """
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
