@@ -83,8 +83,7 @@ function(memtune_finish_library)
   include(CMakePackageConfigHelpers)
   set(config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/memtune)
   install(TARGETS memtune_lib ${subsystems} EXPORT memtuneTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   # Public headers only: src/ (the private headers) is never installed.
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/memtune
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
