@@ -16,7 +16,7 @@
 namespace memtune::synth {
 
 using alloc::HandleId;
-using namespace est;  // NOLINT: the tensor enums
+using namespace tensors;  // NOLINT: the tensor enums
 
 Generator::Generator(const Plan& plan, int pp_rank, EventSink& sink)
     : plan_(plan), rank_(plan.ranks[pp_rank]), pp_rank_(pp_rank), emit_(sink), label_(emit_.label()) {
@@ -258,8 +258,8 @@ void Generator::BackwardChunk(int c, int mb) {
   label_ = EventLabel{Phase::kBackward, label_.iteration, c, mb, -1, ""};
   if (!dummy_wgrads_made_) {  // TE's cached placeholders, from the rank's first backward on
     dummy_wgrads_made_ = true;
-    const est::WgradShapes dummies =
-        est::DummyWgradShapes(plan_.facts.workspaces, rank_.workspaces.wgrad_sources);
+    const tensors::WgradShapes dummies =
+        tensors::DummyWgradShapes(plan_.facts.workspaces, rank_.workspaces.wgrad_sources);
     for (int i = 0; i < dummies.count; ++i) Alloc(dummies.shapes[i].Bytes(), "ws.dummy_wgrad");
   }
   // The chunk's last backward of the iteration keeps its received input and that input's

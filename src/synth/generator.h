@@ -18,8 +18,8 @@ class Generator {
 
  private:
   static constexpr alloc::HandleId kNone = Emitter::kNone;
-  static constexpr int kSlotQ = est::kNumActTensors, kSlotK = est::kNumActTensors + 1;
-  static constexpr int kSlots = est::kNumActTensors + 2;
+  static constexpr int kSlotQ = tensors::kNumActTensors, kSlotK = tensors::kNumActTensors + 1;
+  static constexpr int kSlots = tensors::kNumActTensors + 2;
 
   struct LayerRec {
     std::array<alloc::HandleId, kSlots> saved;

@@ -1,14 +1,15 @@
 // Model state per rank: dtypes, gradient buffers, optimizer sharding, PEFT, FSDP.
-#include "estimate/model_state.h"
+#include "tensors/model_state.h"
 
 #include <gtest/gtest.h>
 
 #include "unit/estimate/test_jobs.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
-using testing::TinyJob;
+using estimate::testing::TinyJob;
+using estimate::BuildPipelineLayout;
 
 ModelStateBytes StateOf(const model::Job& job, bool transpose = true) {
   auto stages = BuildPipelineLayout(job.model);
@@ -134,4 +135,4 @@ TEST(ModelStateTest, TiedEmbeddingsWithPipelineKeepACopyOnTheLastStage) {
 }
 
 }  // namespace
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors
