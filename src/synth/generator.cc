@@ -5,7 +5,7 @@
 // (fp32 main-param shards at construction; `shard_main_param.grad = shard_model_grad.float()`
 // at each step, released by the next zero_grad), torch.optim Adam (exp_avg / exp_avg_sq
 // created at the first step), pipeline_parallel/schedules.py (deallocate_output_tensor after
-// each send), transformer_layer.py / TE modules (layer order, see layer_tensors.h).
+// each send), transformer_layer.py / TE modules (each layer's forward and backward: tensors/layer_walk.h).
 #include "synth/generator.h"
 
 #include <algorithm>
@@ -28,23 +28,6 @@ HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) { return emit_
 
 void Generator::Free(HandleId h) { emit_.Free(h); }
 
-void Generator::AllocSaved(LayerRec& rec, int t, const LayerSizes& z) {
-  const char* name = ActTensorName(static_cast<ActTensor>(t));
-  if (t == kAttnQkv && z.q_bytes > 0) {
-    // attention.py: the linear_qkv output (v is a view of it), then q and k after RoPE.
-    rec.saved[t] = Alloc(z.kept[t] - z.q_bytes - z.k_bytes, name);
-    rec.saved[kSlotQ] = Alloc(z.q_bytes, "act.attn_q");
-    rec.saved[kSlotK] = Alloc(z.k_bytes, "act.attn_k");
-  } else {
-    rec.saved[t] = Alloc(z.kept[t], name);
-  }
-}
-
-void Generator::Save(LayerRec& rec, int t, const LayerSizes& z, std::vector<HandleId>& dropped) {
-  AllocSaved(rec, t, z);
-  if (z.dropped[t] > 0) dropped.push_back(Alloc(z.dropped[t], ActTensorName(static_cast<ActTensor>(t))));
-}
-
 void Generator::FreeSaved(LayerRec& rec, int slot) {
   if (rec.saved[slot] != kNone && rec.saved[slot] == retain_) {  // carried past backward
     rec.saved[slot] = kNone;
@@ -54,152 +37,38 @@ void Generator::FreeSaved(LayerRec& rec, int slot) {
   rec.saved[slot] = kNone;
 }
 
+// The layer walk's executor (tensors/layer_walk.h): tensors through the emitter, saved
+// tensors in the layer's record; the selective-recompute replay labelled as such.
+struct Generator::LayerExec {
+  using Handle = HandleId;
+  static constexpr Handle kNone = Emitter::kNone;
+  Generator& gen;
+  LayerRec& rec;
+  Phase phase = Phase::kForward;  // the label's phase outside the replay
+  Handle Alloc(std::int64_t bytes, const char* name) { return gen.Alloc(bytes, name); }
+  void Free(Handle h) { gen.Free(h); }
+  void Hold(int slot, Handle h) { rec.saved[slot] = h; }
+  Handle Held(int slot) const { return rec.saved[slot]; }
+  void Release(int slot) { gen.FreeSaved(rec, slot); }
+  void Recompute(bool on) {
+    if (on) phase = std::exchange(gen.label_.phase, Phase::kRecompute);
+    else gen.label_.phase = phase;
+  }
+};
+
 HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId input) {
-  const LayerSizes& z = plan_.sizes[lp.kind_moe][lp.kind_fp8];
   label_.layer = lp.layer;
   rec.saved.fill(kNone);
-  rec.saved[kLn1Input] = input;
-  std::vector<HandleId> dropped;
-  auto save = [&](int t) { Save(rec, t, z, dropped); };
-  save(kLn1Output);
-  const HandleId g1 = Alloc(z.fwd[kFwdLn1Gather], FwdTransientName(kFwdLn1Gather));
-  save(kAttnMlaLatent);
-  save(kAttnQkv);
-  Free(g1);
-  // Unfused attention: the scores GEMM, then the softmax (and dropout) outputs it keeps.
-  const HandleId score_in = Alloc(z.fwd[kFwdAttnScoreInput], FwdTransientName(kFwdAttnScoreInput));
-  const HandleId scores = Alloc(z.fwd[kFwdAttnScores], FwdTransientName(kFwdAttnScores));
-  Free(score_in);
-  save(kAttnProbs);
-  save(kAttnProbsDropout);
-  Free(scores);
-  save(kAttnOut);
-  save(kAttnSoftmaxStats);
-  // Row-parallel output: with SP the GEMM output is freed once reduce-scattered; without,
-  // it is all-reduced in place and feeds the residual add directly.
-  const HandleId cast = Alloc(z.fwd[kFwdProjInCast], FwdTransientName(kFwdProjInCast));
-  HandleId proj = Alloc(z.fwd[kFwdProjOut], FwdTransientName(kFwdProjOut));
-  Free(cast);
-  const HandleId proj_rs = Alloc(z.fwd[kFwdProjScatter], FwdTransientName(kFwdProjScatter));
-  if (plan_.sp) Free(std::exchange(proj, kNone));
-  save(kAttnDropoutMask);
-  save(kLn2Input);
-  Free(proj);
-  Free(proj_rs);
-  save(kLn2Output);
-  const HandleId g2 = Alloc(z.fwd[kFwdLn2Gather], FwdTransientName(kFwdLn2Gather));
-  save(kMoeRouter);
-  const HandleId dispatch = Alloc(z.fwd[kFwdMoeDispatch], FwdTransientName(kFwdMoeDispatch));
-  save(kMoeDispatch);
-  Free(dispatch);
-  save(kMlpFc1Out);
-  save(kMoeFc1Out);
-  save(kMlpActParts);
-  save(kMoeActParts);
-  Free(g2);
-  const HandleId act = Alloc(z.fwd[kFwdActOut], FwdTransientName(kFwdActOut));
-  save(kMlpFc2In);
-  save(kMoeFc2In);
-  Free(act);
-  save(kSharedFc1Out);
-  save(kSharedFc2In);
-  const HandleId combine = Alloc(z.fwd[kFwdMoeCombine], FwdTransientName(kFwdMoeCombine));
-  save(kMoeCombine);
-  Free(combine);
-  HandleId fc2 = Alloc(z.fwd[kFwdFc2Out], FwdTransientName(kFwdFc2Out));
-  const HandleId fc2_rs = Alloc(z.fwd[kFwdFc2Scatter], FwdTransientName(kFwdFc2Scatter));
-  if (plan_.sp) Free(std::exchange(fc2, kNone));
-  save(kMlpDropoutMask);
-  save(kLoraInput);
-  save(kLoraHidden);
-  // The residual add: the layer output, the next layer's input (act.ln1_input).
-  const HandleId output = Alloc(plan_.local_hidden, "act.layer_output");
-  Free(fc2);
-  Free(fc2_rs);
-  for (HandleId h : dropped) Free(h);
-  if (lp.keep == LayerKeep::kAll) {
-    // Fine-grained offloading: the offloaded tensors' device copies go once copied out.
-    for (int t = 0; t < kNumActTensors; ++t) {
-      if (z.offloaded[t] == 0) continue;
-      FreeSaved(rec, t);
-      if (t == kAttnQkv) {
-        FreeSaved(rec, kSlotQ);
-        FreeSaved(rec, kSlotK);
-      }
-    }
-  } else {
-    const int first = lp.keep == LayerKeep::kCheckpointInput ? kLn1Output : kLn1Input;
-    for (int s = first; s < kSlots; ++s) FreeSaved(rec, s);
-  }
-  return output;
+  LayerExec x{*this, rec};
+  return LayerForward(plan_.sizes[lp.kind_moe][lp.kind_fp8], LayerShape{plan_.sp, plan_.local_hidden},
+                      lp.keep, input, x);
 }
 
 HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId grad_out) {
-  const LayerSizes& z = plan_.sizes[lp.kind_moe][lp.kind_fp8];
   label_.layer = lp.layer;
-  std::vector<HandleId> replay;
-  const Phase phase = label_.phase;
-  label_.phase = Phase::kRecompute;
-  for (int t = 0; t < kNumActTensors; ++t) {
-    if (z.dropped[t] > 0) replay.push_back(Alloc(z.dropped[t], ActTensorName(static_cast<ActTensor>(t))));
-  }
-  label_.phase = phase;
-  // Fine-grained offloading: reloaded for this layer's backward.
-  for (int t = 0; t < kNumActTensors; ++t) {
-    if (z.offloaded[t] > 0 && rec.saved[t] == kNone) AllocSaved(rec, t, z);
-  }
-  // MLP backward: its whole working set is live at once (LayerBackwardWorkspace).
-  std::array<HandleId, kNumBwdTransients> w;
-  w.fill(kNone);
-  for (int t = kBwdGradGather; t < kNumBwdTransients; ++t) {
-    w[t] = Alloc(z.bwd[t], BwdTransientName(static_cast<BwdTransient>(t)));
-  }
-  for (int t = kBwdGradGather; t < kBwdFc1Dgrad; ++t) Free(w[t]);
-  for (int s : {kLn2Output, kMlpFc1Out, kMlpActParts, kMlpFc2In, kMlpDropoutMask, kMoeRouter, kMoeDispatch,
-                kMoeFc1Out, kMoeActParts,
-                kMoeFc2In, kMoeCombine, kSharedFc1Out, kSharedFc2In}) {
-    FreeSaved(rec, s);
-  }
-  // As in forward: with SP the dgrad output is reduce-scattered and freed; without, it is
-  // all-reduced in place and read by the norm backward.
-  const HandleId mlp_rs = Alloc(plan_.sp ? plan_.local_hidden : 0, "bwd.fc1_dgrad_scatter");
-  if (plan_.sp) Free(std::exchange(w[kBwdFc1Dgrad], kNone));
-  const HandleId mid = Alloc(plan_.local_hidden, "bwd.grad_residual");  // pre-MLP norm backward + residual
-  Free(w[kBwdFc1Dgrad]);
-  Free(mlp_rs);
-  FreeSaved(rec, kLn2Input);
-  Free(grad_out);
-  // Attention backward.
-  const HandleId gather = Alloc(z.bwd[kBwdGradGather], BwdTransientName(kBwdGradGather));
-  const HandleId grad_o = Alloc(z.attn_bwd[kAttnBwdGradOut], AttnBwdTransientName(kAttnBwdGradOut));
-  Free(gather);
-  FreeSaved(rec, kAttnOut);
-  // Unfused attention: the probabilities' gradients, then the saved probabilities go.
-  const HandleId d_probs = Alloc(z.attn_bwd[kAttnBwdGradProbs], AttnBwdTransientName(kAttnBwdGradProbs));
-  const HandleId d_scores = Alloc(z.attn_bwd[kAttnBwdGradScores], AttnBwdTransientName(kAttnBwdGradScores));
-  FreeSaved(rec, kAttnProbsDropout);
-  FreeSaved(rec, kAttnProbs);
-  const HandleId dqkv = Alloc(z.attn_bwd[kAttnBwdGradQkv], AttnBwdTransientName(kAttnBwdGradQkv));
-  Free(d_probs);
-  Free(d_scores);
-  Free(grad_o);
-  for (int s : {int{kAttnSoftmaxStats}, int{kAttnQkv}, kSlotQ, kSlotK, int{kAttnMlaLatent}}) {
-    FreeSaved(rec, s);
-  }
-  const HandleId ln1_g = Alloc(z.attn_bwd[kAttnBwdLn1Gather], AttnBwdTransientName(kAttnBwdLn1Gather));
-  HandleId dgrad = Alloc(z.attn_bwd[kAttnBwdQkvDgrad], AttnBwdTransientName(kAttnBwdQkvDgrad));
-  Free(dqkv);
-  Free(ln1_g);
-  FreeSaved(rec, kLn1Output);
-  const HandleId attn_rs = Alloc(plan_.sp ? plan_.local_hidden : 0, "bwd.qkv_dgrad_scatter");
-  if (plan_.sp) Free(std::exchange(dgrad, kNone));
-  const HandleId grad_in = Alloc(plan_.local_hidden, "bwd.grad_input");  // input-norm backward + residual
-  Free(dgrad);
-  Free(attn_rs);
-  Free(mid);
-  for (int s : {kLn1Input, kAttnDropoutMask, kLoraInput, kLoraHidden, kCheckpointInput}) FreeSaved(rec, s);
-  for (HandleId h : replay) Free(h);
-  return grad_in;
+  LayerExec x{*this, rec};
+  return LayerBackward(plan_.sizes[lp.kind_moe][lp.kind_fp8], LayerShape{plan_.sp, plan_.local_hidden},
+                       grad_out, x);
 }
 
 // Full recompute / offload: re-run the forward of the unit whose top layer is `top`.

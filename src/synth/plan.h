@@ -1,7 +1,8 @@
 // Per-job sizes the synthesizer replays (private). Every byte count comes from the tensor
 // model the estimator also uses (memtune_tensors, src/tensors/): activations.h (saved
 // tensors), layer_tensors.h (transients), model_state.h (parameters, gradients, optimizer
-// state), job_facts.h (embedding, output and logits), layer_plan.h (what each layer keeps).
+// state), job_facts.h (embedding, output and logits), layer_plan.h (what each layer keeps),
+// layer_walk.h (the layer's forward and backward, tensor by tensor).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "tensors/job_facts.h"
 #include "tensors/layer_plan.h"
 #include "tensors/layer_tensors.h"
+#include "tensors/layer_walk.h"
 #include "tensors/model_state.h"
 #include "tensors/workspaces.h"
 
@@ -23,17 +25,7 @@ namespace memtune::synth {
 
 using tensors::LayerKeep;
 using tensors::LayerPlan;
-
-// The tensors of one layer kind ([moe][fp8]).
-struct LayerSizes {
-  tensors::ActBytes kept{};      // saved for backward (recompute applied)
-  tensors::ActBytes dropped{};   // created in forward, dropped by selective recompute
-  tensors::FwdBytes fwd{};
-  tensors::BwdBytes bwd{};
-  tensors::AttnBwdBytes attn_bwd{};
-  tensors::ActBytes offloaded{};  // fine-grained offloading: held on the host between passes
-  std::int64_t q_bytes = 0, k_bytes = 0;  // the q and k parts of act.attn_qkv (0: one piece)
-};
+using tensors::LayerSizes;
 
 // One model-state unit (a layer, the embedding, the output layer) of a chunk.
 struct UnitState {

@@ -41,24 +41,6 @@ Status CheckReplayLength(std::int64_t microbatches, int iterations, const char* 
                          "schedule's steady state repeats");
 }
 
-LayerSizes MakeLayerSizes(const tensors::ActContext& ctx, bool moe, bool fp8) {
-  LayerSizes z;
-  z.kept = tensors::LayerActivations(ctx, moe, fp8);
-  z.dropped = tensors::LayerRecomputedTensors(ctx, moe, fp8);
-  z.fwd = tensors::LayerForwardTransients(ctx, moe, fp8);
-  z.bwd = tensors::LayerBackwardTransients(ctx, moe, fp8);
-  z.attn_bwd = tensors::LayerAttentionBackwardTransients(ctx, fp8);
-  z.offloaded = tensors::OffloadedTensors(ctx, moe, z.kept);
-  if (!ctx.mla && !(ctx.unfused_attn && ctx.gqa)) {
-    // activations.h kAttnQkv: q, k and the rest (v, or the linear_qkv output a saved v view
-    // keeps alive): split it so the trace names each.
-    z.q_bytes = ctx.act_bytes * ctx.q_width / ctx.tp * ctx.tokens;
-    z.k_bytes = ctx.act_bytes * ctx.kv_width_per_rank * ctx.tokens;
-    if (z.kept[tensors::kAttnQkv] <= z.q_bytes + z.k_bytes) z.q_bytes = z.k_bytes = 0;
-  }
-  return z;
-}
-
 // Model state of one unit: a stage holding just that layer / the embedding / the output.
 UnitState MakeUnit(const model::Job& job, const Plan& plan, int pp_rank, estimate::ModelChunk unit,
                    int layer, const char* name, bool fp8_transpose) {
@@ -132,7 +114,7 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
   plan->sp = ctx.hid_div > 1;
   plan->local_hidden = plan->facts.local_hidden_per_mb;
   for (int moe = 0; moe < 2; ++moe) {
-    for (int fp8 = 0; fp8 < 2; ++fp8) plan->sizes[moe][fp8] = MakeLayerSizes(ctx, moe == 1, fp8 == 1);
+    for (int fp8 = 0; fp8 < 2; ++fp8) plan->sizes[moe][fp8] = tensors::MakeLayerSizes(ctx, moe == 1, fp8 == 1);
   }
   const bool fp8_t = tensors::KeepsFp8Transpose(job);
   plan->ranks.resize(stages.size());

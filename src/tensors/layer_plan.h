@@ -25,7 +25,7 @@ enum class LayerKeep : std::uint8_t {
 
 // One layer of a chunk, as its forward leaves it.
 struct LayerPlan {
-  int layer = 0;                  // global index (MTP layers follow the transformer layers)
+  int layer = 0;                   // global index (MTP layers follow the transformer layers)
   int kind_moe = 0, kind_fp8 = 0;  // its kind, the [moe][fp8] index of JobFacts' tables
   LayerKeep keep = LayerKeep::kAll;
   int group_first = 0;  // index in the chunk of its recompute unit's first layer
@@ -33,10 +33,10 @@ struct LayerPlan {
 
 // The job's keep policy, read once from the model config.
 struct KeepRules {
-  bool full = false;       // recompute_granularity full
-  bool uniform = false;    // recompute_method uniform (else block)
-  int per_unit = 1;        // recompute_num_layers (at least 1)
-  int offloaded = 0;       // cpu_offloading of activations: the first N layers of a chunk
+  bool full = false;     // recompute_granularity full
+  bool uniform = false;  // recompute_method uniform (else block)
+  int per_unit = 1;      // recompute_num_layers (at least 1)
+  int offloaded = 0;     // cpu_offloading of activations: the first N layers of a chunk
 };
 
 inline KeepRules MakeKeepRules(const model::ModelConfig& m) {
@@ -44,7 +44,8 @@ inline KeepRules MakeKeepRules(const model::ModelConfig& m) {
   r.full = m.recompute_granularity == model::RecomputeGranularity::kFull;
   r.uniform = m.recompute_method == model::RecomputeMethod::kUniform;
   r.per_unit = std::max(1, m.recompute_num_layers.value_or(1));
-  if (m.cpu_offloading && m.cpu_offloading_activations) r.offloaded = std::max(0, m.cpu_offloading_num_layers);
+  if (m.cpu_offloading && m.cpu_offloading_activations)
+    r.offloaded = std::max(0, m.cpu_offloading_num_layers);
   return r;
 }
 
