@@ -5,7 +5,8 @@
 // (fp32 main-param shards at construction; `shard_main_param.grad = shard_model_grad.float()`
 // at each step, released by the next zero_grad), torch.optim Adam (exp_avg / exp_avg_sq
 // created at the first step), pipeline_parallel/schedules.py (deallocate_output_tensor after
-// each send), transformer_layer.py / TE modules (each layer's forward and backward: tensors/layer_walk.h).
+// each send), transformer_layer.py / TE modules (each layer's forward and backward:
+// tensors/layer_walk.h).
 #include "synth/generator.h"
 
 #include <algorithm>
@@ -60,15 +61,15 @@ HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId in
   label_.layer = lp.layer;
   rec.saved.fill(kNone);
   LayerExec x{*this, rec};
-  return LayerForward(plan_.sizes[lp.kind_moe][lp.kind_fp8], LayerShape{plan_.sp, plan_.local_hidden},
-                      lp.keep, input, x);
+  const LayerShape shape{plan_.sp, plan_.local_hidden};
+  return LayerForward(plan_.sizes[lp.kind_moe][lp.kind_fp8], shape, lp.keep, input, x);
 }
 
 HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId grad_out) {
   label_.layer = lp.layer;
   LayerExec x{*this, rec};
-  return LayerBackward(plan_.sizes[lp.kind_moe][lp.kind_fp8], LayerShape{plan_.sp, plan_.local_hidden},
-                       grad_out, x);
+  const LayerShape shape{plan_.sp, plan_.local_hidden};
+  return LayerBackward(plan_.sizes[lp.kind_moe][lp.kind_fp8], shape, grad_out, x);
 }
 
 // Full recompute / offload: re-run the forward of the unit whose top layer is `top`.

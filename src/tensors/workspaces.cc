@@ -140,7 +140,8 @@ WgradShapes DummyWgradShapes(const WorkspaceRules& rules, int sources) {
   return shapes;
 }
 
-RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const estimate::ModelChunk> chunks,
+RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules,
+                                     std::span<const estimate::ModelChunk> chunks,
                                      const std::vector<bool>& moe_pattern) {
   bool layers = false, moe = false, dense = false, output = false, mtp = false;
   for (const estimate::ModelChunk& c : chunks) {

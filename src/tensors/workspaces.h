@@ -1,7 +1,7 @@
 // Library GEMM workspaces, and MCore local attention's score buffer, that a training rank
 // keeps allocated through PyTorch's caching allocator from their first use on (so they count
-// in max_allocated), sized from the GPU, the launch environment and the job (memtune_tensors internal API;
-// docs/estimator.md "Library workspaces").
+// in max_allocated), sized from the GPU, the launch environment and the job (memtune_tensors
+// internal API; docs/estimator.md "Library workspaces").
 #pragma once
 
 #include <array>
@@ -107,7 +107,8 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
 // - Weight-gradient placeholders: the union of the shapes of the parts the rank builds
 //   (dense layers, MoE layers, output layer, MTP blocks).
 // `moe_pattern`: model::MoeLayerPattern (true = MoE layer), empty for dense models.
-RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const estimate::ModelChunk> chunks,
+RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules,
+                                     std::span<const estimate::ModelChunk> chunks,
                                      const std::vector<bool>& moe_pattern);
 
 }  // namespace memtune::tensors
