@@ -28,19 +28,18 @@ ChunkActivations ChunkActivation(const model::ModelConfig& m, const JobFacts& f,
                                  const ModelChunk& chunk) {
   ChunkActivations out;
   const int n = chunk.num_layers + chunk.num_mtp_layers;
-  const KeepRules rules = MakeKeepRules(m);
   // Layers of each kind in this chunk; the rank multiplies per-kind sums once. (Jobs with
   // JobFacts::plain_layers do not come here: EstimateRank counts their layers itself.)
   std::int64_t largest_layer = 0;
   for (int i = 0; i < n; ++i) {
-    const LayerPlan lp = PlanLayer(m, rules, f.params.moe_pattern, chunk, i);
+    const LayerPlan lp = PlanLayer(m, f.keep, f.params.moe_pattern, chunk, i);
     if (lp.keep == LayerKeep::kAll) ++out.count[lp.kind_moe][lp.kind_fp8];
     if (lp.keep == LayerKeep::kCheckpointInput) out.checkpoint += f.checkpoint_input;
     largest_layer = std::max(largest_layer, f.layer_total[lp.kind_moe][lp.kind_fp8]);
     out.transient = std::max(out.transient, f.workspace[lp.kind_moe][lp.kind_fp8]);
   }
   // The backward re-materialises one checkpointed unit, or has one offloaded layer back.
-  out.transient += ReplayedLayers(rules, n) * largest_layer;
+  out.transient += ReplayedLayers(f.keep, n) * largest_layer;
   return out;
 }
 

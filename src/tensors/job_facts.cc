@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "tensors/layer_plan.h"
-
 namespace memtune::tensors {
 
 JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_microbatches) {
@@ -35,8 +33,8 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
     }
   }
   if (!has_moe && !m.first_last_layers_bf16) f.uniform_kind = 1;  // dense, fp8 index 1
-  const KeepRules keep = MakeKeepRules(m);
-  f.plain_layers = f.uniform_kind >= 0 && ReplayedLayers(keep, 1) == 0;  // every layer kAll
+  f.keep = MakeKeepRules(m);
+  f.plain_layers = f.uniform_kind >= 0 && ReplayedLayers(f.keep, 1) == 0;  // every layer kAll
   f.checkpoint_input = CheckpointInputBytes(f.act, m.distribute_saved_activations);
   const std::int64_t tokens = f.act.tokens;
   const std::int64_t hid = m.hidden_size / f.act.hid_div;

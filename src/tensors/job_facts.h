@@ -11,6 +11,7 @@
 
 #include "memtune/model/job.h"
 #include "tensors/activations.h"
+#include "tensors/layer_plan.h"
 #include "tensors/model_state.h"
 #include "tensors/workspaces.h"
 
@@ -32,6 +33,7 @@ struct JobFacts {
   int uniform_kind = -1;                // moe*2+fp8 when every layer is alike, else -1
   bool plain_layers = false;            // uniform_kind, no full recompute, no activation
                                         // offload: every layer's activations stored
+  KeepRules keep;                       // full recompute / CPU offloading (layer_plan.h)
   std::int64_t workspace[2][2] = {};    // backward working set, [moe][fp8 layer]
   std::int64_t checkpoint_input = 0;    // full recompute: one unit's saved input
   std::int64_t embedding_per_mb = 0;    // token ids + embedding dropout mask
