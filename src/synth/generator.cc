@@ -38,6 +38,15 @@ void Generator::FreeSaved(LayerRec& rec, int slot) {
   rec.saved[slot] = kNone;
 }
 
+// The output-layer walk's executor (tensors/layer_walk.h): tensors through the emitter.
+struct Generator::TensorExec {
+  using Handle = HandleId;
+  static constexpr Handle kNone = Emitter::kNone;
+  Generator& gen;
+  Handle Alloc(std::int64_t bytes, const char* name) { return gen.Alloc(bytes, name); }
+  void Free(Handle h) { gen.Free(h); }
+};
+
 // The layer walk's executor (tensors/layer_walk.h): tensors through the emitter, saved
 // tensors in the layer's record; the selective-recompute replay labelled as such.
 struct Generator::LayerExec {
@@ -109,17 +118,8 @@ void Generator::ForwardChunk(int c, int mb) {
     Free(x);  // sent to the next stage, then deallocate_output_tensor
     return;
   }
-  rec.final_in = x;  // the final norm keeps its input
-  rec.final_out = Alloc(f.output_hidden_per_mb - plan_.local_hidden, "act.output_input");
-  // (With SP the input is all-gathered into MCore's persistent global buffer,
-  // buf.output_gather, allocated at start-up.)
-  if (f.logits_per_mb == f.logits_transient) {
-    rec.logits = Alloc(f.logits_per_mb, "act.logits");
-  } else {
-    const HandleId bf16 = Alloc(f.logits_transient, "fwd.logits");
-    rec.logits = Alloc(f.logits_per_mb, "act.logits");
-    Free(bf16);
-  }
+  TensorExec e{*this};
+  rec.output = OutputForward(f, x, e);  // the final norm keeps x
 }
 
 void Generator::BackwardChunk(int c, int mb) {
@@ -139,18 +139,11 @@ void Generator::BackwardChunk(int c, int mb) {
   if (carry) retain_ = rec.layers[0].saved[kLn1Input];
   HandleId grad;
   if (chunk.has_output) {
-    const HandleId grad_logits = Alloc(plan_.facts.logits_transient, "bwd.grad_logits");
-    Free(rec.logits);
-    grad = Alloc(plan_.local_hidden, "bwd.grad_final_norm");
-    // Without gradient_accumulation_fusion: the output layer's weight gradient, until the
-    // DDP hook adds it to main_grad (JobFacts::output_wgrad).
-    Free(Alloc(plan_.facts.output_wgrad, "bwd.output_wgrad"));
-    if (mb < plan_.facts.deferred_microbatches) {  // kept for the wgrad after the flush
-      deferred_.push_back(Alloc(plan_.facts.deferred_wgrad_per_mb, "wgrad.deferred_output_layer"));
-    }
-    Free(grad_logits);
-    Free(rec.final_out);
-    if (!chunk.layers.empty()) Free(rec.final_in);
+    TensorExec e{*this};
+    HandleId deferred = kNone;  // kept for the wgrad after the flush
+    const bool defer = mb < plan_.facts.deferred_microbatches;
+    grad = OutputBackward(plan_.facts, rec.output, defer, deferred, e);
+    if (deferred != kNone) deferred_.push_back(deferred);
   } else {
     grad = Alloc(plan_.local_hidden, "p2p.recv_grad");
   }
@@ -163,7 +156,6 @@ void Generator::BackwardChunk(int c, int mb) {
     grad = BackwardLayer(rec.layers[i], lp, grad);
   }
   label_.layer = -1;
-  if (chunk.has_output && chunk.layers.empty()) Free(rec.final_in);
   if (carry) {
     // (An input the layer did not keep, under full recompute or offloading, is counted anew.)
     const HandleId input = retain_ != kNone ? retain_ : Alloc(plan_.local_hidden, "p2p.recv_activation");
@@ -172,7 +164,8 @@ void Generator::BackwardChunk(int c, int mb) {
   }
   Free(grad);  // sent to the previous stage, or consumed by the embedding backward
   Free(rec.tokens);
-  rec.tokens = rec.final_in = rec.final_out = rec.logits = kNone;
+  rec.tokens = kNone;
+  rec.output = {kNone, kNone, kNone};
 }
 
 void Generator::Startup() {

@@ -24,12 +24,14 @@ class Generator {
   };
   struct ChunkRec {
     std::vector<LayerRec> layers;
-    alloc::HandleId tokens = kNone, final_in = kNone, final_out = kNone, logits = kNone;
+    alloc::HandleId tokens = kNone;
+    tensors::OutputHeld<alloc::HandleId> output{kNone, kNone, kNone};  // the last stage's
   };
 
   alloc::HandleId Alloc(std::int64_t bytes, const char* tensor);
   void Free(alloc::HandleId handle);
-  struct LayerExec;  // runs tensors/layer_walk.h's layer walk on one LayerRec
+  struct TensorExec;  // runs tensors/layer_walk.h's output-layer walk
+  struct LayerExec;   // runs tensors/layer_walk.h's layer walk on one LayerRec
   void FreeSaved(LayerRec& rec, int slot);
 
   // Calls fn(chunk, unit) for every unit of every model chunk of the rank, in order, with

@@ -1,4 +1,4 @@
-// The layer sizes the walk reads, and the walk in bytes (layer_walk.h).
+// The layer sizes the walk reads, and the walks in bytes (layer_walk.h).
 #include "tensors/layer_walk.h"
 
 #include <algorithm>
@@ -71,6 +71,16 @@ std::int64_t WalkLayerBackwardPeak(const LayerSizes& z, const LayerShape& s) {
   walk.Free(LayerForward(z, s, LayerKeep::kAll, input, walk));  // the next layer's input
   walk.ResetPeak();
   LayerBackward(z, s, walk.Alloc(s.local_hidden, "bwd.grad_out"), walk);
+  return walk.peak();
+}
+
+std::int64_t WalkOutputBackwardPeak(const JobFacts& f) {
+  PeakWalk walk;
+  const auto held =
+      OutputForward(f, walk.Alloc(f.local_hidden_per_mb, "act.final_norm_input"), walk);
+  walk.ResetPeak();
+  int deferred = PeakWalk::kNone;
+  walk.Free(OutputBackward(f, held, false, deferred, walk));
   return walk.peak();
 }
 

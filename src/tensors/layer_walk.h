@@ -1,5 +1,6 @@
-// One Megatron-Core transformer layer's forward and backward, tensor by tensor, in the order
-// MCore and Transformer Engine create and free them (memtune_tensors internal API). Written
+// One Megatron-Core transformer layer's forward and backward, and the output layer's, tensor
+// by tensor, in the order MCore and Transformer Engine create and free them (memtune_tensors
+// internal API). Written
 // once and run by an executor, as fsdp2_backward.h is for FSDP2 blocks: the trace generator
 // emits every step (src/synth/generator.cc); WalkLayerBackwardPeak (below) walks it in bytes
 // for the layer's backward peak, which tests hold equal to the estimator's closed form
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "tensors/activations.h"
+#include "tensors/job_facts.h"
 #include "tensors/layer_plan.h"
 #include "tensors/layer_tensors.h"
 
@@ -234,5 +236,58 @@ typename Exec::Handle LayerBackward(const LayerSizes& z, const LayerShape& s,
 // LayerForward that kept everything: its saved tensors still live, the incoming gradient
 // (local_hidden) and the working tensors made so far.
 std::int64_t WalkLayerBackwardPeak(const LayerSizes& z, const LayerShape& s);
+
+// The last stage's final norm, output layer and loss, one micro-batch (gpt_model.py;
+// tensor_parallel/cross_entropy.py, fusions/fused_cross_entropy.py; tensor_parallel/layers.py
+// for the output layer's weight gradient and defer_embedding_wgrad_compute). Sizes:
+// JobFacts. `Exec` needs only Alloc and Free (as above).
+template <class Handle>
+struct OutputHeld {
+  Handle final_in, final_out, logits;  // the final norm's input, the output layer's, logits
+};
+
+// Forward from the last layer's output `x`, which the final norm keeps.
+template <class Exec>
+OutputHeld<typename Exec::Handle> OutputForward(const JobFacts& f, typename Exec::Handle x,
+                                                Exec& e) {
+  using Handle = typename Exec::Handle;
+  OutputHeld<Handle> held{x, Exec::kNone, Exec::kNone};
+  // (With SP the output layer's input is all-gathered into MCore's persistent global buffer,
+  // buf.output_gather, allocated at start-up: workspaces.h.)
+  held.final_out = e.Alloc(f.output_hidden_per_mb - f.local_hidden_per_mb, "act.output_input");
+  if (f.logits_per_mb == f.logits_transient) {
+    held.logits = e.Alloc(f.logits_per_mb, "act.logits");
+  } else {  // the bf16 logits, then what the loss keeps of them
+    const Handle bf16 = e.Alloc(f.logits_transient, "fwd.logits");
+    held.logits = e.Alloc(f.logits_per_mb, "act.logits");
+    e.Free(bf16);
+  }
+  return held;
+}
+
+// Backward: frees `held` and returns the gradient of the final norm's input. `defer`:
+// defer_embedding_wgrad_compute keeps this micro-batch's output-layer gradient and input for
+// the wgrad after the pipeline flush, returned in `deferred` (kNone otherwise).
+template <class Exec>
+typename Exec::Handle OutputBackward(const JobFacts& f,
+                                     const OutputHeld<typename Exec::Handle>& held, bool defer,
+                                     typename Exec::Handle& deferred, Exec& e) {
+  using Handle = typename Exec::Handle;
+  const Handle grad_logits = e.Alloc(f.logits_transient, "bwd.grad_logits");
+  e.Free(held.logits);
+  const Handle grad = e.Alloc(f.local_hidden_per_mb, "bwd.grad_final_norm");
+  // Without gradient_accumulation_fusion: the output layer's weight gradient, until the DDP
+  // hook adds it to main_grad (JobFacts::output_wgrad).
+  e.Free(e.Alloc(f.output_wgrad, "bwd.output_wgrad"));
+  deferred = defer ? e.Alloc(f.deferred_wgrad_per_mb, "wgrad.deferred_output_layer") : Exec::kNone;
+  e.Free(grad_logits);
+  e.Free(held.final_out);
+  e.Free(held.final_in);
+  return grad;
+}
+
+// The most bytes the output layer holds in its backward (OutputBackward walked in bytes, no
+// deferral): its kept tensors, the logits gradient and what the output layer adds.
+std::int64_t WalkOutputBackwardPeak(const JobFacts& f);
 
 }  // namespace memtune::tensors

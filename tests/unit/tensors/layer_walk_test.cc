@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +74,29 @@ TEST(LayerWalkTest, UnfusedAttentionBackwardPeakIsBoundedByTheClosedForm) {
     const std::int64_t walk = WalkLayerBackwardPeak(z, shape);
     EXPECT_LE(walk, closed) << impl;
     EXPECT_GE(walk, SumBytes(z.kept)) << impl;
+  }
+}
+
+// The output layer's walked backward peak is the estimator's: the kept final-norm and
+// output-layer inputs and logits, the logits gradient, and what the output layer's backward
+// adds once the kept logits are freed (JobFacts::output_backward_extra).
+TEST(LayerWalkTest, OutputBackwardPeakIsTheEstimatorsLogitsTransient) {
+  auto unfused_loss = Llama70BJob();
+  unfused_loss.model.cross_entropy_loss_fusion = false;
+  auto te_loss = Llama70BJob();
+  te_loss.model.cross_entropy_fusion_impl = "te";
+  auto no_fusion = Llama70BJob();
+  no_fusion.model.gradient_accumulation_fusion = false;
+  auto tiny_no_fusion = TinyJob();
+  tiny_no_fusion.model.gradient_accumulation_fusion = false;
+  for (const auto& [what, job] :
+       {std::pair{"llama", Llama70BJob()}, std::pair{"unfused loss", unfused_loss},
+        std::pair{"te loss", te_loss}, std::pair{"no fusion", no_fusion},
+        std::pair{"tiny", TinyJob()}, std::pair{"tiny no fusion", tiny_no_fusion}}) {
+    const JobFacts f = MakeJobFacts(job, std::nullopt);
+    EXPECT_EQ(WalkOutputBackwardPeak(f), f.logits_per_mb + f.output_hidden_per_mb +
+                                             f.logits_transient + f.output_backward_extra)
+        << what;
   }
 }
 
