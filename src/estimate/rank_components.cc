@@ -24,8 +24,9 @@ struct ChunkActivations {
   std::int64_t transient = 0;       // largest backward working set (incl. recompute replay)
 };
 
-ChunkActivations ChunkActivation(const model::ModelConfig& m, const JobFacts& f,
-                                 const ModelChunk& chunk) {
+// (Out of line, so that EstimateRank's plain-layers hot path stays as small as it was.)
+[[gnu::noinline]] ChunkActivations ChunkActivation(const model::ModelConfig& m, const JobFacts& f,
+                                                   const ModelChunk& chunk) {
   ChunkActivations out;
   const int n = chunk.num_layers + chunk.num_mtp_layers;
   // Layers of each kind in this chunk; the rank multiplies per-kind sums once. (Jobs with
