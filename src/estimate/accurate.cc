@@ -6,17 +6,20 @@
 #include <string>
 #include <string_view>
 
-#include "activations.h"
+#include "tensors/activations.h"
 #include "fsdp2_estimate.h"
 #include "memtune/core/units.h"
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/gpu_catalog.h"
-#include "model_state.h"
+#include "tensors/model_state.h"
 #include "rank_components.h"
-#include "workspaces.h"
+#include "tensors/workspaces.h"
 #include "schedule_internal.h"
 
 namespace memtune::estimate::internal {
+
+using namespace ::memtune::tensors;  // NOLINT(google-build-using-namespace): the tensor model
+
 namespace {
 
 Status CheckSupported(const model::Job& job) {
@@ -120,11 +123,6 @@ void AddAssumptions(const model::Job& job, Estimate& e) {
 
 }  // namespace
 
-bool KeepsFp8Transpose(const model::Job& job) {
-  auto gpu = LookUpGpu(job);
-  return gpu ? gpu->fp8_transpose : true;
-}
-
 Status FillGpuFacts(const model::Job& job, Estimate& e) {
   if (e.gpu_capacity_bytes > 0) return OkStatus();
   MEMTUNE_TRY(auto gpu, LookUpGpu(job));
@@ -142,7 +140,7 @@ Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& 
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job));
   MEMTUNE_TRY(const auto layout, BuildPipelineChunks(job.model));
   MEMTUNE_TRY(auto gpu, LookUpGpu(job));
-  const JobFacts facts = MakeJobFacts(job, options);
+  const JobFacts facts = MakeJobFacts(job, options.num_microbatches);
   Estimate e;
   e.mode = Mode::kAccurate;
   e.gpu_capacity_bytes = gpu.capacity_bytes;
@@ -151,7 +149,7 @@ Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& 
   e.ranks.resize(layout.pp_size);
   for (int r = 0; r < layout.pp_size; ++r) {
     RankEstimate& rank = e.ranks[r];
-    EstimateRank(job, facts, r, layout.Stage(r), state_rules, rank);
+    EstimateRank(job, facts, r, layout.Stage(r), state_rules, options.with_explanations, rank);
     if (rank.allocated_bytes > e.peak_allocated_bytes || r == 0) {
       e.peak_allocated_bytes = rank.allocated_bytes;
       e.peak_pp_rank = rank.pp_rank;

@@ -16,9 +16,4 @@ Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& 
 // the estimate has none (the compatibility modes). Errors: kNotFound for an unknown GPU.
 Status FillGpuFacts(const model::Job& job, Estimate& estimate);
 
-// Whether Transformer Engine keeps fp8 transposed weights on the job's GPU (pre-Blackwell
-// or unknown GPU), as EstimateAccurate decides it. Accessor added for the trace
-// synthesizer (src/synth/), which must size the model state the same way.
-bool KeepsFp8Transpose(const model::Job& job);
-
 }  // namespace memtune::estimate::internal

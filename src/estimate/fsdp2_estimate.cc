@@ -14,10 +14,13 @@
 #include <utility>
 #include <vector>
 
-#include "fsdp2_backward.h"
-#include "fsdp2_tensors.h"
+#include "tensors/fsdp2_backward.h"
+#include "tensors/fsdp2_tensors.h"
 
 namespace memtune::estimate::internal {
+
+using namespace ::memtune::tensors;  // NOLINT(google-build-using-namespace): the tensor model
+
 namespace {
 
 using Parts = std::vector<Component>;

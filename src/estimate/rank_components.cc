@@ -7,60 +7,40 @@
 #include <vector>
 
 #include "schedule_internal.h"
-#include "workspaces.h"
+#include "tensors/layer_plan.h"
+#include "tensors/workspaces.h"
 
 namespace memtune::estimate::internal {
+
+using namespace ::memtune::tensors;  // NOLINT(google-build-using-namespace): the tensor model
+
 namespace {
 
 // Activations of one model chunk for one micro-batch, with the full-recompute and CPU
-// offloading policy of megatron/core/transformer/transformer_block.py applied.
+// offloading policy (tensors/layer_plan.h) applied.
 struct ChunkActivations {
   int count[2][2] = {};             // fully stored layers of each kind, [moe][fp8]
   std::int64_t checkpoint = 0;      // full-recompute checkpoint inputs
   std::int64_t transient = 0;       // largest backward working set (incl. recompute replay)
 };
 
-bool IsMoeLayer(const JobFacts& f, int layer) {
-  return layer < static_cast<int>(f.params.moe_pattern.size()) && f.params.moe_pattern[layer];
-}
-
-int LayerIndex(const model::ModelConfig& m, const ModelChunk& chunk, int i) {
-  return i < chunk.num_layers ? chunk.first_layer + i
-                              : static_cast<int>(m.num_layers) + i - chunk.num_layers;
-}
-
-ChunkActivations ChunkActivation(const model::Job& job, const JobFacts& f, const ModelChunk& chunk) {
-  const auto& m = job.model;
+// (Out of line, so that EstimateRank's plain-layers hot path stays as small as it was.)
+[[gnu::noinline]] ChunkActivations ChunkActivation(const model::ModelConfig& m, const JobFacts& f,
+                                                   const ModelChunk& chunk) {
   ChunkActivations out;
   const int n = chunk.num_layers + chunk.num_mtp_layers;
-  const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
-  const int per_unit = std::max(1, m.recompute_num_layers.value_or(1));
-  const bool offload = m.cpu_offloading && m.cpu_offloading_activations && m.cpu_offloading_num_layers > 0;
   // Layers of each kind in this chunk; the rank multiplies per-kind sums once. (Jobs with
   // JobFacts::plain_layers do not come here: EstimateRank counts their layers itself.)
   std::int64_t largest_layer = 0;
   for (int i = 0; i < n; ++i) {
-    const int layer = LayerIndex(m, chunk, i);
-    const int moe = IsMoeLayer(f, layer) ? 1 : 0, fp8 = IsBf16Layer(m, layer) ? 0 : 1;
-    // recompute.py: uniform checkpoints groups of N layers (only each group's input is
-    // kept); block checkpoints the first N layers of the chunk one by one.
-    // cpu_offload.py: the first cpu_offloading_num_layers layers' activations go to host.
-    const bool checkpointed = full && (m.recompute_method == model::RecomputeMethod::kUniform || i < per_unit);
-    if (checkpointed) {
-      const bool group_start = m.recompute_method != model::RecomputeMethod::kUniform || i % per_unit == 0;
-      if (group_start) out.checkpoint += f.checkpoint_input;
-    } else if (!(offload && i < m.cpu_offloading_num_layers)) {
-      ++out.count[moe][fp8];
-    }
-    largest_layer = std::max(largest_layer, f.layer_total[moe][fp8]);
-    out.transient = std::max(out.transient, f.workspace[moe][fp8]);
+    const LayerPlan lp = PlanLayer(m, f.keep, f.params.moe_pattern, chunk, i);
+    if (lp.keep == LayerKeep::kAll) ++out.count[lp.kind_moe][lp.kind_fp8];
+    if (lp.keep == LayerKeep::kCheckpointInput) out.checkpoint += f.checkpoint_input;
+    largest_layer = std::max(largest_layer, f.layer_total[lp.kind_moe][lp.kind_fp8]);
+    out.transient = std::max(out.transient, f.workspace[lp.kind_moe][lp.kind_fp8]);
   }
-  if (full) {  // the backward re-materialises one checkpointed unit
-    const int replayed = m.recompute_method == model::RecomputeMethod::kUniform ? std::min(per_unit, n) : 1;
-    out.transient += replayed * largest_layer;
-  } else if (offload) {  // one offloaded layer in flight
-    out.transient += largest_layer;
-  }
+  // The backward re-materialises one checkpointed unit, or has one offloaded layer back.
+  out.transient += ReplayedLayers(f.keep, n) * largest_layer;
   return out;
 }
 
@@ -126,95 +106,9 @@ void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
 
 }  // namespace
 
-JobFacts MakeJobFacts(const model::Job& job, const EstimateOptions& options) {
-  const auto& m = job.model;
-  JobFacts f;
-  f.act = MakeActContext(job);
-  f.params = MakeParamCatalog(job);
-  // Only the layer kinds the job has: MoE layers need experts, bf16 layers of an fp8 job
-  // need first_last_layers_bf16 (otherwise every layer uses index fp8 = 1).
-  const bool has_moe = m.num_moe_experts.value_or(0) > 0;
-  for (int moe = 0; moe < (has_moe ? 2 : 1); ++moe) {
-    for (int fp8 = m.first_last_layers_bf16 ? 0 : 1; fp8 < 2; ++fp8) {
-      f.layer[moe][fp8] = LayerActivations(f.act, moe == 1, fp8 == 1);
-      f.workspace[moe][fp8] = LayerBackwardWorkspace(f.act, moe == 1, fp8 == 1, f.layer[moe][fp8]);
-      // Fine-grained offloading: the offloaded tensors are held on the host; the layer in
-      // backward has them back on the GPU (part of its working set). (Without it
-      // OffloadedTensors is all zeros: skipped.)
-      if (m.fine_grained_activation_offloading) {
-        const ActBytes off = OffloadedTensors(f.act, moe == 1, f.layer[moe][fp8]);
-        for (int t = 0; t < kNumActTensors; ++t) f.layer[moe][fp8][t] -= off[t];
-        f.workspace[moe][fp8] += SumBytes(off);
-      }
-      f.layer_total[moe][fp8] = SumBytes(f.layer[moe][fp8]);
-      ActTensorList& nonzero = f.layer_tensors[moe][fp8];
-      for (int t = 0; t < kNumActTensors; ++t) {
-        if (f.layer[moe][fp8][t] != 0) nonzero.index[nonzero.size++] = static_cast<std::int8_t>(t);
-      }
-    }
-  }
-  if (!has_moe && !m.first_last_layers_bf16) f.uniform_kind = 1;  // dense, fp8 index 1
-  const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
-  const bool offload =
-      m.cpu_offloading && m.cpu_offloading_activations && m.cpu_offloading_num_layers > 0;
-  f.plain_layers = f.uniform_kind >= 0 && !full && !offload;
-  f.checkpoint_input = CheckpointInputBytes(f.act, m.distribute_saved_activations);
-  const std::int64_t tokens = f.act.tokens;
-  const std::int64_t hid = m.hidden_size / f.act.hid_div;
-  // embedding.py: int64 token ids kept by the embedding lookup; dropout mask if any.
-  f.embedding_per_mb = tokens * (8 + (m.hidden_dropout > 0 ? hid : 0));
-  // gpt_model.py: the final norm keeps its input; the output layer (ColumnParallelLinear)
-  // keeps its input for the wgrad (local shard under SP).
-  f.local_hidden_per_mb = f.act.act_bytes * hid * tokens;
-  f.output_hidden_per_mb = 2 * f.local_hidden_per_mb;
-  const std::int64_t vocab_per_rank = model::PaddedVocabSize(job) / f.act.tp;
-  const std::int64_t logit_sets = 1 + m.mtp_num_layers.value_or(0);
-  // MCore tensor_parallel/cross_entropy.py calculate_logits_max() upcasts the logits with
-  // .float(), and both the unfused loss and the native fused one
-  // (fusions/fused_cross_entropy.py, which calls the same helpers) save the fp32 softmax
-  // (exp_logits) for backward. Only TE's loss (cross_entropy_fusion_impl: te,
-  // TE cross_entropy.py) keeps the bf16 logits, overwritten in place with the gradient.
-  const bool te_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == "te";
-  const int kept_bytes = te_loss ? f.act.act_bytes : 4;
-  f.logits_per_mb = kept_bytes * vocab_per_rank * tokens * logit_sets;
-  // fusions/fused_cross_entropy.py runs its steps through jit_fuser (torch.compile, jit.py):
-  // the in-place updates of its inputs (the fp32 logits in forward, the saved softmax in
-  // backward) become a computed fp32 buffer copied back, so the native fused loss holds one
-  // more fp32 logits-sized tensor next to the bf16 logits / their gradient. Measured on the
-  // Megatron-LM CI runs with --cross-entropy-loss-fusion (docs/validation.md).
-  const bool compiled_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == "native";
-  f.logits_transient = (f.act.act_bytes + (compiled_loss ? 4 : 0)) * vocab_per_rank * tokens;
-  // tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward
-  // without gradient_accumulation_fusion: grad_weight = grad_output.t().matmul(total_input),
-  // [vocab / TP, hidden] in the activation dtype, returned as the weight's gradient and
-  // dropped by the DDP hook. It is made after the loss backward freed the kept logits,
-  // next to the logits gradient and the output layer's input gradient.
-  if (!m.gradient_accumulation_fusion && !job.peft) {
-    f.output_wgrad = std::int64_t{f.act.act_bytes} * vocab_per_rank * m.hidden_size;
-    f.output_backward_extra =
-        std::max<std::int64_t>(0, f.local_hidden_per_mb + f.output_wgrad - f.logits_per_mb);
-  }
-  f.num_microbatches = options.num_microbatches.value_or(model::NumMicrobatches(job));
-  f.num_microbatches = std::max<std::int64_t>(1, f.num_microbatches);
-  // tensor_parallel/layers.py: with defer_embedding_wgrad_compute the output layer appends
-  // its input (forward) and its output gradient (backward) to buffers for the first
-  // wgrad_deferral_limit micro-batches (all when 0); finish_embedding_wgrad_compute
-  // (schedules.py) consumes them after the pipeline flush.
-  if (m.defer_embedding_wgrad_compute && m.pipeline_model_parallel_size > 1) {
-    f.deferred_microbatches = m.wgrad_deferral_limit == 0
-                                  ? f.num_microbatches
-                                  : std::min<std::int64_t>(m.wgrad_deferral_limit, f.num_microbatches);
-    f.deferred_wgrad_per_mb = f.act.act_bytes * (vocab_per_rank + hid) * tokens;
-  }
-  f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
-  f.with_explanations = options.with_explanations;
-  f.workspaces = MakeWorkspaceRules(job, f.act, f.params);
-  return f;
-}
-
 void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
                   std::span<const ModelChunk> stage, const ModelStateRules& state_rules,
-                  RankEstimate& r) {
+                  bool with_explanations, RankEstimate& r) {
   const auto& m = job.model;
   const int p = m.pipeline_model_parallel_size, chunks = static_cast<int>(stage.size());
   r.pp_rank = pp_rank;
@@ -251,7 +145,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
       kind_live[uniform_moe][uniform_fp8] += std::int64_t{n} * n_live;
       if (n > 0) transient = std::max(transient, f.workspace[uniform_moe][uniform_fp8]);
     } else {
-      const ChunkActivations a = ChunkActivation(job, f, chunk);
+      const ChunkActivations a = ChunkActivation(m, f, chunk);
       for (int moe = 0; moe < 2; ++moe) {
         for (int fp8 = 0; fp8 < 2; ++fp8) {
           kind_live[moe][fp8] += std::int64_t{a.count[moe][fp8]} * n_live;
@@ -308,7 +202,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   const int tensors = one_kind ? kind_tensors->size : kNumActTensors;
   r.components.reserve(kModelStateComponents +
                        (backward_peak ? tensors + kBackwardOtherComponents : kStepComponents));
-  ComponentWriter push(r, f.with_explanations);
+  ComponentWriter push(r, with_explanations);
   PushModelState(push, state);
   if (backward_peak) {
     r.peak_phase = "backward";

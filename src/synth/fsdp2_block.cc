@@ -10,12 +10,12 @@
 #include <string_view>
 #include <tuple>
 
-#include "estimate/fsdp2_backward.h"
+#include "tensors/fsdp2_backward.h"
 #include "synth/fsdp2_generator.h"
 
 namespace memtune::synth {
 
-using estimate::internal::Fsdp2Ac;
+using tensors::Fsdp2Ac;
 
 
 alloc::HandleId Fsdp2Generator::BlockForward(int layer, bool recompute, std::vector<Named>& kept) {
@@ -173,7 +173,7 @@ struct Fsdp2Generator::Exec {
 
 alloc::HandleId Fsdp2Generator::NormBackward(bool fused) {
   Exec x{*this, nullptr, nullptr, {}};
-  return x.ids[estimate::internal::Fsdp2NormBackward(f_, fused, x)];
+  return x.ids[tensors::Fsdp2NormBackward(f_, fused, x)];
 }
 
 alloc::HandleId Fsdp2Generator::FinalNorm(std::vector<Named>& kept) {
@@ -190,7 +190,7 @@ alloc::HandleId Fsdp2Generator::FinalNorm(std::vector<Named>& kept) {
 alloc::HandleId Fsdp2Generator::BlockBackward(HandleId grad_out, std::vector<Named>& saved,
                                               std::vector<HandleId>& weight_grads) {
   Exec x{*this, &saved, &weight_grads, {}};
-  const int dx = estimate::internal::Fsdp2BlockBackward(f_, x.Adopt(grad_out), x);
+  const int dx = tensors::Fsdp2BlockBackward(f_, x.Adopt(grad_out), x);
   for (auto& t : saved) Free(t.handle);  // the checkpoint input and any policy leftovers
   saved.clear();
   return x.ids[dx];

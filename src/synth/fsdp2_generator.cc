@@ -14,8 +14,8 @@
 
 namespace memtune::synth {
 
-using est_f = estimate::internal::Fsdp2Facts;
-using estimate::internal::Fsdp2Ac;
+using est_f = tensors::Fsdp2Facts;
+using tensors::Fsdp2Ac;
 
 Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, EventSink& sink)
     : f_(facts), iterations_(iterations), emit_(sink), label_(emit_.label()) {
@@ -39,7 +39,7 @@ void Fsdp2Generator::FreeAll(std::vector<HandleId>& handles) {
   handles.clear();
 }
 
-const std::vector<estimate::internal::Fsdp2Param>& Fsdp2Generator::Params(int group) const {
+const std::vector<tensors::Fsdp2Param>& Fsdp2Generator::Params(int group) const {
   return group == kRoot ? f_.root_params : f_.block_params;
 }
 

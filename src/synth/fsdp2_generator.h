@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "estimate/fsdp2_tensors.h"
+#include "tensors/fsdp2_tensors.h"
 #include "synth/emitter.h"
 #include "memtune/synth/synthesize.h"
 
@@ -13,7 +13,7 @@ namespace memtune::synth {
 
 class Fsdp2Generator {
  public:
-  Fsdp2Generator(const estimate::internal::Fsdp2Facts& facts, int iterations, EventSink& sink);
+  Fsdp2Generator(const tensors::Fsdp2Facts& facts, int iterations, EventSink& sink);
   TraceSummary Run();
 
  private:
@@ -35,7 +35,7 @@ class Fsdp2Generator {
   void Free(HandleId& handle);  // and resets `handle` to kNone
   void FreeAll(std::vector<HandleId>& handles);
   // Tensors of one group (a block index, or kRoot).
-  const std::vector<estimate::internal::Fsdp2Param>& Params(int group) const;
+  const std::vector<tensors::Fsdp2Param>& Params(int group) const;
   std::vector<HandleId>& Unsharded(int group);
 
   void Startup();
@@ -60,7 +60,7 @@ class Fsdp2Generator {
   HandleId LossBackward();
   void OptimizerStep(int iteration);
 
-  const estimate::internal::Fsdp2Facts& f_;
+  const tensors::Fsdp2Facts& f_;
   int iterations_ = 1;
   Emitter emit_;
   EventLabel& label_;  // emit_'s label

@@ -5,7 +5,8 @@
 // (fp32 main-param shards at construction; `shard_main_param.grad = shard_model_grad.float()`
 // at each step, released by the next zero_grad), torch.optim Adam (exp_avg / exp_avg_sq
 // created at the first step), pipeline_parallel/schedules.py (deallocate_output_tensor after
-// each send), transformer_layer.py / TE modules (layer order, see layer_tensors.h).
+// each send), transformer_layer.py / TE modules (each layer's forward and backward:
+// tensors/layer_walk.h).
 #include "synth/generator.h"
 
 #include <algorithm>
@@ -16,7 +17,7 @@
 namespace memtune::synth {
 
 using alloc::HandleId;
-using namespace est;  // NOLINT: the tensor enums
+using namespace tensors;  // NOLINT: the tensor enums
 
 Generator::Generator(const Plan& plan, int pp_rank, EventSink& sink)
     : plan_(plan), rank_(plan.ranks[pp_rank]), pp_rank_(pp_rank), emit_(sink), label_(emit_.label()) {
@@ -28,23 +29,6 @@ HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) { return emit_
 
 void Generator::Free(HandleId h) { emit_.Free(h); }
 
-void Generator::AllocSaved(LayerRec& rec, int t, const LayerSizes& z) {
-  const char* name = ActTensorName(static_cast<ActTensor>(t));
-  if (t == kAttnQkv && z.q_bytes > 0) {
-    // attention.py: the linear_qkv output (v is a view of it), then q and k after RoPE.
-    rec.saved[t] = Alloc(z.kept[t] - z.q_bytes - z.k_bytes, name);
-    rec.saved[kSlotQ] = Alloc(z.q_bytes, "act.attn_q");
-    rec.saved[kSlotK] = Alloc(z.k_bytes, "act.attn_k");
-  } else {
-    rec.saved[t] = Alloc(z.kept[t], name);
-  }
-}
-
-void Generator::Save(LayerRec& rec, int t, const LayerSizes& z, std::vector<HandleId>& dropped) {
-  AllocSaved(rec, t, z);
-  if (z.dropped[t] > 0) dropped.push_back(Alloc(z.dropped[t], ActTensorName(static_cast<ActTensor>(t))));
-}
-
 void Generator::FreeSaved(LayerRec& rec, int slot) {
   if (rec.saved[slot] != kNone && rec.saved[slot] == retain_) {  // carried past backward
     rec.saved[slot] = kNone;
@@ -54,152 +38,47 @@ void Generator::FreeSaved(LayerRec& rec, int slot) {
   rec.saved[slot] = kNone;
 }
 
+// The output-layer walk's executor (tensors/layer_walk.h): tensors through the emitter.
+struct Generator::TensorExec {
+  using Handle = HandleId;
+  static constexpr Handle kNone = Emitter::kNone;
+  Generator& gen;
+  Handle Alloc(std::int64_t bytes, const char* name) { return gen.Alloc(bytes, name); }
+  void Free(Handle h) { gen.Free(h); }
+};
+
+// The layer walk's executor (tensors/layer_walk.h): tensors through the emitter, saved
+// tensors in the layer's record; the selective-recompute replay labelled as such.
+struct Generator::LayerExec {
+  using Handle = HandleId;
+  static constexpr Handle kNone = Emitter::kNone;
+  Generator& gen;
+  LayerRec& rec;
+  Phase phase = Phase::kForward;  // the label's phase outside the replay
+  Handle Alloc(std::int64_t bytes, const char* name) { return gen.Alloc(bytes, name); }
+  void Free(Handle h) { gen.Free(h); }
+  void Hold(int slot, Handle h) { rec.saved[slot] = h; }
+  Handle Held(int slot) const { return rec.saved[slot]; }
+  void Release(int slot) { gen.FreeSaved(rec, slot); }
+  void Recompute(bool on) {
+    if (on) phase = std::exchange(gen.label_.phase, Phase::kRecompute);
+    else gen.label_.phase = phase;
+  }
+};
+
 HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId input) {
-  const LayerSizes& z = plan_.sizes[lp.kind_moe][lp.kind_fp8];
   label_.layer = lp.layer;
   rec.saved.fill(kNone);
-  rec.saved[kLn1Input] = input;
-  std::vector<HandleId> dropped;
-  auto save = [&](int t) { Save(rec, t, z, dropped); };
-  save(kLn1Output);
-  const HandleId g1 = Alloc(z.fwd[kFwdLn1Gather], FwdTransientName(kFwdLn1Gather));
-  save(kAttnMlaLatent);
-  save(kAttnQkv);
-  Free(g1);
-  // Unfused attention: the scores GEMM, then the softmax (and dropout) outputs it keeps.
-  const HandleId score_in = Alloc(z.fwd[kFwdAttnScoreInput], FwdTransientName(kFwdAttnScoreInput));
-  const HandleId scores = Alloc(z.fwd[kFwdAttnScores], FwdTransientName(kFwdAttnScores));
-  Free(score_in);
-  save(kAttnProbs);
-  save(kAttnProbsDropout);
-  Free(scores);
-  save(kAttnOut);
-  save(kAttnSoftmaxStats);
-  // Row-parallel output: with SP the GEMM output is freed once reduce-scattered; without,
-  // it is all-reduced in place and feeds the residual add directly.
-  const HandleId cast = Alloc(z.fwd[kFwdProjInCast], FwdTransientName(kFwdProjInCast));
-  HandleId proj = Alloc(z.fwd[kFwdProjOut], FwdTransientName(kFwdProjOut));
-  Free(cast);
-  const HandleId proj_rs = Alloc(z.fwd[kFwdProjScatter], FwdTransientName(kFwdProjScatter));
-  if (plan_.sp) Free(std::exchange(proj, kNone));
-  save(kAttnDropoutMask);
-  save(kLn2Input);
-  Free(proj);
-  Free(proj_rs);
-  save(kLn2Output);
-  const HandleId g2 = Alloc(z.fwd[kFwdLn2Gather], FwdTransientName(kFwdLn2Gather));
-  save(kMoeRouter);
-  const HandleId dispatch = Alloc(z.fwd[kFwdMoeDispatch], FwdTransientName(kFwdMoeDispatch));
-  save(kMoeDispatch);
-  Free(dispatch);
-  save(kMlpFc1Out);
-  save(kMoeFc1Out);
-  save(kMlpActParts);
-  save(kMoeActParts);
-  Free(g2);
-  const HandleId act = Alloc(z.fwd[kFwdActOut], FwdTransientName(kFwdActOut));
-  save(kMlpFc2In);
-  save(kMoeFc2In);
-  Free(act);
-  save(kSharedFc1Out);
-  save(kSharedFc2In);
-  const HandleId combine = Alloc(z.fwd[kFwdMoeCombine], FwdTransientName(kFwdMoeCombine));
-  save(kMoeCombine);
-  Free(combine);
-  HandleId fc2 = Alloc(z.fwd[kFwdFc2Out], FwdTransientName(kFwdFc2Out));
-  const HandleId fc2_rs = Alloc(z.fwd[kFwdFc2Scatter], FwdTransientName(kFwdFc2Scatter));
-  if (plan_.sp) Free(std::exchange(fc2, kNone));
-  save(kMlpDropoutMask);
-  save(kLoraInput);
-  save(kLoraHidden);
-  // The residual add: the layer output, the next layer's input (act.ln1_input).
-  const HandleId output = Alloc(plan_.local_hidden, "act.layer_output");
-  Free(fc2);
-  Free(fc2_rs);
-  for (HandleId h : dropped) Free(h);
-  if (lp.keep == LayerKeep::kAll) {
-    // Fine-grained offloading: the offloaded tensors' device copies go once copied out.
-    for (int t = 0; t < kNumActTensors; ++t) {
-      if (z.offloaded[t] == 0) continue;
-      FreeSaved(rec, t);
-      if (t == kAttnQkv) {
-        FreeSaved(rec, kSlotQ);
-        FreeSaved(rec, kSlotK);
-      }
-    }
-  } else {
-    const int first = lp.keep == LayerKeep::kCheckpointInput ? kLn1Output : kLn1Input;
-    for (int s = first; s < kSlots; ++s) FreeSaved(rec, s);
-  }
-  return output;
+  LayerExec x{*this, rec};
+  const LayerShape shape{plan_.sp, plan_.local_hidden};
+  return LayerForward(plan_.sizes[lp.kind_moe][lp.kind_fp8], shape, lp.keep, input, x);
 }
 
 HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId grad_out) {
-  const LayerSizes& z = plan_.sizes[lp.kind_moe][lp.kind_fp8];
   label_.layer = lp.layer;
-  std::vector<HandleId> replay;
-  const Phase phase = label_.phase;
-  label_.phase = Phase::kRecompute;
-  for (int t = 0; t < kNumActTensors; ++t) {
-    if (z.dropped[t] > 0) replay.push_back(Alloc(z.dropped[t], ActTensorName(static_cast<ActTensor>(t))));
-  }
-  label_.phase = phase;
-  // Fine-grained offloading: reloaded for this layer's backward.
-  for (int t = 0; t < kNumActTensors; ++t) {
-    if (z.offloaded[t] > 0 && rec.saved[t] == kNone) AllocSaved(rec, t, z);
-  }
-  // MLP backward: its whole working set is live at once (LayerBackwardWorkspace).
-  std::array<HandleId, kNumBwdTransients> w;
-  w.fill(kNone);
-  for (int t = kBwdGradGather; t < kNumBwdTransients; ++t) {
-    w[t] = Alloc(z.bwd[t], BwdTransientName(static_cast<BwdTransient>(t)));
-  }
-  for (int t = kBwdGradGather; t < kBwdFc1Dgrad; ++t) Free(w[t]);
-  for (int s : {kLn2Output, kMlpFc1Out, kMlpActParts, kMlpFc2In, kMlpDropoutMask, kMoeRouter, kMoeDispatch,
-                kMoeFc1Out, kMoeActParts,
-                kMoeFc2In, kMoeCombine, kSharedFc1Out, kSharedFc2In}) {
-    FreeSaved(rec, s);
-  }
-  // As in forward: with SP the dgrad output is reduce-scattered and freed; without, it is
-  // all-reduced in place and read by the norm backward.
-  const HandleId mlp_rs = Alloc(plan_.sp ? plan_.local_hidden : 0, "bwd.fc1_dgrad_scatter");
-  if (plan_.sp) Free(std::exchange(w[kBwdFc1Dgrad], kNone));
-  const HandleId mid = Alloc(plan_.local_hidden, "bwd.grad_residual");  // pre-MLP norm backward + residual
-  Free(w[kBwdFc1Dgrad]);
-  Free(mlp_rs);
-  FreeSaved(rec, kLn2Input);
-  Free(grad_out);
-  // Attention backward.
-  const HandleId gather = Alloc(z.bwd[kBwdGradGather], BwdTransientName(kBwdGradGather));
-  const HandleId grad_o = Alloc(z.attn_bwd[kAttnBwdGradOut], AttnBwdTransientName(kAttnBwdGradOut));
-  Free(gather);
-  FreeSaved(rec, kAttnOut);
-  // Unfused attention: the probabilities' gradients, then the saved probabilities go.
-  const HandleId d_probs = Alloc(z.attn_bwd[kAttnBwdGradProbs], AttnBwdTransientName(kAttnBwdGradProbs));
-  const HandleId d_scores = Alloc(z.attn_bwd[kAttnBwdGradScores], AttnBwdTransientName(kAttnBwdGradScores));
-  FreeSaved(rec, kAttnProbsDropout);
-  FreeSaved(rec, kAttnProbs);
-  const HandleId dqkv = Alloc(z.attn_bwd[kAttnBwdGradQkv], AttnBwdTransientName(kAttnBwdGradQkv));
-  Free(d_probs);
-  Free(d_scores);
-  Free(grad_o);
-  for (int s : {int{kAttnSoftmaxStats}, int{kAttnQkv}, kSlotQ, kSlotK, int{kAttnMlaLatent}}) {
-    FreeSaved(rec, s);
-  }
-  const HandleId ln1_g = Alloc(z.attn_bwd[kAttnBwdLn1Gather], AttnBwdTransientName(kAttnBwdLn1Gather));
-  HandleId dgrad = Alloc(z.attn_bwd[kAttnBwdQkvDgrad], AttnBwdTransientName(kAttnBwdQkvDgrad));
-  Free(dqkv);
-  Free(ln1_g);
-  FreeSaved(rec, kLn1Output);
-  const HandleId attn_rs = Alloc(plan_.sp ? plan_.local_hidden : 0, "bwd.qkv_dgrad_scatter");
-  if (plan_.sp) Free(std::exchange(dgrad, kNone));
-  const HandleId grad_in = Alloc(plan_.local_hidden, "bwd.grad_input");  // input-norm backward + residual
-  Free(dgrad);
-  Free(attn_rs);
-  Free(mid);
-  for (int s : {kLn1Input, kAttnDropoutMask, kLoraInput, kLoraHidden, kCheckpointInput}) FreeSaved(rec, s);
-  for (HandleId h : replay) Free(h);
-  return grad_in;
+  LayerExec x{*this, rec};
+  const LayerShape shape{plan_.sp, plan_.local_hidden};
+  return LayerBackward(plan_.sizes[lp.kind_moe][lp.kind_fp8], shape, grad_out, x);
 }
 
 // Full recompute / offload: re-run the forward of the unit whose top layer is `top`.
@@ -239,17 +118,8 @@ void Generator::ForwardChunk(int c, int mb) {
     Free(x);  // sent to the next stage, then deallocate_output_tensor
     return;
   }
-  rec.final_in = x;  // the final norm keeps its input
-  rec.final_out = Alloc(f.output_hidden_per_mb - plan_.local_hidden, "act.output_input");
-  // (With SP the input is all-gathered into MCore's persistent global buffer,
-  // buf.output_gather, allocated at start-up.)
-  if (f.logits_per_mb == f.logits_transient) {
-    rec.logits = Alloc(f.logits_per_mb, "act.logits");
-  } else {
-    const HandleId bf16 = Alloc(f.logits_transient, "fwd.logits");
-    rec.logits = Alloc(f.logits_per_mb, "act.logits");
-    Free(bf16);
-  }
+  TensorExec e{*this};
+  rec.output = OutputForward(f, x, e);  // the final norm keeps x
 }
 
 void Generator::BackwardChunk(int c, int mb) {
@@ -258,8 +128,8 @@ void Generator::BackwardChunk(int c, int mb) {
   label_ = EventLabel{Phase::kBackward, label_.iteration, c, mb, -1, ""};
   if (!dummy_wgrads_made_) {  // TE's cached placeholders, from the rank's first backward on
     dummy_wgrads_made_ = true;
-    const est::WgradShapes dummies =
-        est::DummyWgradShapes(plan_.facts.workspaces, rank_.workspaces.wgrad_sources);
+    const tensors::WgradShapes dummies =
+        tensors::DummyWgradShapes(plan_.facts.workspaces, rank_.workspaces.wgrad_sources);
     for (int i = 0; i < dummies.count; ++i) Alloc(dummies.shapes[i].Bytes(), "ws.dummy_wgrad");
   }
   // The chunk's last backward of the iteration keeps its received input and that input's
@@ -269,18 +139,11 @@ void Generator::BackwardChunk(int c, int mb) {
   if (carry) retain_ = rec.layers[0].saved[kLn1Input];
   HandleId grad;
   if (chunk.has_output) {
-    const HandleId grad_logits = Alloc(plan_.facts.logits_transient, "bwd.grad_logits");
-    Free(rec.logits);
-    grad = Alloc(plan_.local_hidden, "bwd.grad_final_norm");
-    // Without gradient_accumulation_fusion: the output layer's weight gradient, until the
-    // DDP hook adds it to main_grad (JobFacts::output_wgrad).
-    Free(Alloc(plan_.facts.output_wgrad, "bwd.output_wgrad"));
-    if (mb < plan_.facts.deferred_microbatches) {  // kept for the wgrad after the flush
-      deferred_.push_back(Alloc(plan_.facts.deferred_wgrad_per_mb, "wgrad.deferred_output_layer"));
-    }
-    Free(grad_logits);
-    Free(rec.final_out);
-    if (!chunk.layers.empty()) Free(rec.final_in);
+    TensorExec e{*this};
+    HandleId deferred = kNone;  // kept for the wgrad after the flush
+    const bool defer = mb < plan_.facts.deferred_microbatches;
+    grad = OutputBackward(plan_.facts, rec.output, defer, deferred, e);
+    if (deferred != kNone) deferred_.push_back(deferred);
   } else {
     grad = Alloc(plan_.local_hidden, "p2p.recv_grad");
   }
@@ -293,7 +156,6 @@ void Generator::BackwardChunk(int c, int mb) {
     grad = BackwardLayer(rec.layers[i], lp, grad);
   }
   label_.layer = -1;
-  if (chunk.has_output && chunk.layers.empty()) Free(rec.final_in);
   if (carry) {
     // (An input the layer did not keep, under full recompute or offloading, is counted anew.)
     const HandleId input = retain_ != kNone ? retain_ : Alloc(plan_.local_hidden, "p2p.recv_activation");
@@ -302,7 +164,8 @@ void Generator::BackwardChunk(int c, int mb) {
   }
   Free(grad);  // sent to the previous stage, or consumed by the embedding backward
   Free(rec.tokens);
-  rec.tokens = rec.final_in = rec.final_out = rec.logits = kNone;
+  rec.tokens = kNone;
+  rec.output = {kNone, kNone, kNone};
 }
 
 void Generator::Startup() {

@@ -18,23 +18,20 @@ class Generator {
 
  private:
   static constexpr alloc::HandleId kNone = Emitter::kNone;
-  static constexpr int kSlotQ = est::kNumActTensors, kSlotK = est::kNumActTensors + 1;
-  static constexpr int kSlots = est::kNumActTensors + 2;
 
   struct LayerRec {
-    std::array<alloc::HandleId, kSlots> saved;
+    std::array<alloc::HandleId, tensors::kLayerSlots> saved;  // layer_walk.h slots
   };
   struct ChunkRec {
     std::vector<LayerRec> layers;
-    alloc::HandleId tokens = kNone, final_in = kNone, final_out = kNone, logits = kNone;
+    alloc::HandleId tokens = kNone;
+    tensors::OutputHeld<alloc::HandleId> output{kNone, kNone, kNone};  // the last stage's
   };
 
   alloc::HandleId Alloc(std::int64_t bytes, const char* tensor);
   void Free(alloc::HandleId handle);
-  // Allocates the part of `tensor` the layer keeps into its slot(s) of `rec`.
-  void AllocSaved(LayerRec& rec, int tensor, const LayerSizes& z);
-  // AllocSaved, and the part recompute drops (appended to `dropped`, freed after forward).
-  void Save(LayerRec& rec, int tensor, const LayerSizes& z, std::vector<alloc::HandleId>& dropped);
+  struct TensorExec;  // runs tensors/layer_walk.h's output-layer walk
+  struct LayerExec;   // runs tensors/layer_walk.h's layer walk on one LayerRec
   void FreeSaved(LayerRec& rec, int slot);
 
   // Calls fn(chunk, unit) for every unit of every model chunk of the rank, in order, with
@@ -54,6 +51,7 @@ class Generator {
   void ZeroGrad();
   void ForwardChunk(int chunk, int mb);
   void BackwardChunk(int chunk, int mb);
+  // tensors::LayerForward / LayerBackward of `layer`, emitted.
   alloc::HandleId ForwardLayer(LayerRec& rec, const LayerPlan& layer, alloc::HandleId input);
   alloc::HandleId BackwardLayer(LayerRec& rec, const LayerPlan& layer, alloc::HandleId grad_out);
   void ReplayGroup(ChunkRec& rec, const ChunkPlan& chunk, int top);

@@ -1,7 +1,8 @@
-// Per-job sizes the synthesizer replays (private). Every byte count comes from the accurate
-// estimator's model: activations.h (saved tensors), layer_tensors.h (transients),
-// model_state.h (parameters, gradients, optimizer state), rank_components.h (embedding,
-// output and logits).
+// Per-job sizes the synthesizer replays (private). Every byte count comes from the tensor
+// model the estimator also uses (memtune_tensors, src/tensors/): activations.h (saved
+// tensors), layer_tensors.h (transients), model_state.h (parameters, gradients, optimizer
+// state), job_facts.h (embedding, output and logits), layer_plan.h (what each layer keeps),
+// layer_walk.h (the layer's forward and backward, tensor by tensor).
 #pragma once
 
 #include <cstdint>
@@ -9,49 +10,28 @@
 #include <string>
 #include <vector>
 
-#include "estimate/activations.h"
-#include "estimate/fsdp2_tensors.h"
-#include "estimate/layer_tensors.h"
-#include "estimate/model_state.h"
-#include "estimate/rank_components.h"
-#include "estimate/workspaces.h"
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
+#include "tensors/activations.h"
+#include "tensors/fsdp2_tensors.h"
+#include "tensors/job_facts.h"
+#include "tensors/layer_plan.h"
+#include "tensors/layer_tensors.h"
+#include "tensors/layer_walk.h"
+#include "tensors/model_state.h"
+#include "tensors/workspaces.h"
 
 namespace memtune::synth {
 
-namespace est = memtune::estimate::internal;
-
-// The tensors of one layer kind ([moe][fp8]).
-struct LayerSizes {
-  est::ActBytes kept{};      // saved for backward (recompute applied)
-  est::ActBytes dropped{};   // created in forward, dropped by selective recompute
-  est::FwdBytes fwd{};
-  est::BwdBytes bwd{};
-  est::AttnBwdBytes attn_bwd{};
-  est::ActBytes offloaded{};  // fine-grained offloading: held on the host between passes
-  std::int64_t q_bytes = 0, k_bytes = 0;  // the q and k parts of act.attn_qkv (0: one piece)
-};
-
-// What a layer keeps after its forward.
-enum class LayerKeep : std::uint8_t {
-  kAll,              // saved tensors stay until its backward
-  kCheckpointInput,  // full recompute: only its input (the unit's checkpoint) stays
-  kNothing,          // full recompute inside a unit, or activations offloaded to the host
-};
-
-struct LayerPlan {
-  int layer = 0;  // global index (MTP layers follow the transformer layers)
-  int kind_moe = 0, kind_fp8 = 0;
-  LayerKeep keep = LayerKeep::kAll;
-  int group_first = 0;  // index in the chunk of its recompute unit's first layer
-};
+using tensors::LayerKeep;
+using tensors::LayerPlan;
+using tensors::LayerSizes;
 
 // One model-state unit (a layer, the embedding, the output layer) of a chunk.
 struct UnitState {
   int layer = -1;  // -1 for embedding/output
   const char* name = "";
-  est::ModelStateBytes bytes;
+  tensors::ModelStateBytes bytes;
 };
 
 struct ChunkPlan {
@@ -62,7 +42,7 @@ struct ChunkPlan {
 
 struct RankPlan {
   std::vector<ChunkPlan> chunks;
-  est::RankWorkspaces workspaces;  // library GEMM workspaces, allocated at start-up
+  tensors::RankWorkspaces workspaces;  // library GEMM workspaces, allocated at start-up
 };
 
 class Plan {
@@ -71,11 +51,11 @@ class Plan {
   std::int64_t num_microbatches = 1;
   bool ep_overlap = false;
   bool sp = false;
-  est::JobFacts facts;
+  tensors::JobFacts facts;
   LayerSizes sizes[2][2];
   std::int64_t local_hidden = 0;   // act bytes of one micro-batch's hidden states (local tokens)
   std::vector<RankPlan> ranks;
-  std::optional<est::Fsdp2Facts> fsdp2;  // framework fsdp2: one rank class, its own generator
+  std::optional<tensors::Fsdp2Facts> fsdp2;  // framework fsdp2: one rank class, its own generator
 };
 
 }  // namespace memtune::synth

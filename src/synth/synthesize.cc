@@ -1,13 +1,13 @@
-// TraceSynthesizer: the per-job plan (sizes from the accurate estimator) and the trace
-// writer.
+// TraceSynthesizer: the per-job plan (sizes from the tensor model the estimator shares,
+// src/tensors/) and the trace writer.
 #include "memtune/synth/synthesize.h"
 
 #include <algorithm>
 
-#include "estimate/accurate.h"
 #include "memtune/core/units.h"
 #include "synth/fsdp2_generator.h"
 #include "synth/generator.h"
+#include "tensors/layer_plan.h"
 
 namespace memtune::synth {
 namespace {
@@ -41,60 +41,14 @@ Status CheckReplayLength(std::int64_t microbatches, int iterations, const char* 
                          "schedule's steady state repeats");
 }
 
-LayerSizes MakeLayerSizes(const est::ActContext& ctx, bool moe, bool fp8) {
-  LayerSizes z;
-  z.kept = est::LayerActivations(ctx, moe, fp8);
-  z.dropped = est::LayerRecomputedTensors(ctx, moe, fp8);
-  z.fwd = est::LayerForwardTransients(ctx, moe, fp8);
-  z.bwd = est::LayerBackwardTransients(ctx, moe, fp8);
-  z.attn_bwd = est::LayerAttentionBackwardTransients(ctx, fp8);
-  z.offloaded = est::OffloadedTensors(ctx, moe, z.kept);
-  if (!ctx.mla && !(ctx.unfused_attn && ctx.gqa)) {
-    // activations.h kAttnQkv: q, k and the rest (v, or the linear_qkv output a saved v view
-    // keeps alive): split it so the trace names each.
-    z.q_bytes = ctx.act_bytes * ctx.q_width / ctx.tp * ctx.tokens;
-    z.k_bytes = ctx.act_bytes * ctx.kv_width_per_rank * ctx.tokens;
-    if (z.kept[est::kAttnQkv] <= z.q_bytes + z.k_bytes) z.q_bytes = z.k_bytes = 0;
-  }
-  return z;
-}
-
-// MCore transformer_block.py / recompute.py / cpu_offload.py, the same policy as the
-// estimator's ChunkActivation (rank_components.cc).
-std::vector<LayerPlan> PlanLayers(const model::ModelConfig& m, const Plan& plan,
-                                  const estimate::ModelChunk& chunk) {
-  const int n = chunk.num_layers + chunk.num_mtp_layers;
-  const bool full = m.recompute_granularity == model::RecomputeGranularity::kFull;
-  const int per_unit = std::max(1, m.recompute_num_layers.value_or(1));
-  const bool offload = m.cpu_offloading && m.cpu_offloading_activations;
-  const auto& pattern = plan.facts.params.moe_pattern;
-  std::vector<LayerPlan> layers(n);
-  for (int i = 0; i < n; ++i) {
-    LayerPlan& lp = layers[i];
-    lp.layer = i < chunk.num_layers ? chunk.first_layer + i : static_cast<int>(m.num_layers) + i - chunk.num_layers;
-    lp.kind_moe = lp.layer < static_cast<int>(pattern.size()) && pattern[lp.layer] ? 1 : 0;
-    lp.kind_fp8 = est::IsBf16Layer(m, lp.layer) ? 0 : 1;
-    lp.group_first = i;
-    if (full && m.recompute_method == model::RecomputeMethod::kUniform) {
-      lp.group_first = i - i % per_unit;
-      lp.keep = i == lp.group_first ? LayerKeep::kCheckpointInput : LayerKeep::kNothing;
-    } else if (full && m.recompute_method == model::RecomputeMethod::kBlock && i < per_unit) {
-      lp.keep = LayerKeep::kCheckpointInput;
-    } else if (offload && i < m.cpu_offloading_num_layers) {
-      lp.keep = LayerKeep::kNothing;
-    }
-  }
-  return layers;
-}
-
 // Model state of one unit: a stage holding just that layer / the embedding / the output.
 UnitState MakeUnit(const model::Job& job, const Plan& plan, int pp_rank, estimate::ModelChunk unit,
                    int layer, const char* name, bool fp8_transpose) {
   estimate::StageLayout stage;
   stage.pp_rank = pp_rank;
   stage.chunks.push_back(unit);
-  const est::RankParams params = est::CountRankParams(job, plan.facts.params, stage, plan.pp_size);
-  return UnitState{layer, name, est::ComputeModelState(job, params, fp8_transpose)};
+  const tensors::RankParams params = tensors::CountRankParams(job, plan.facts.params, stage, plan.pp_size);
+  return UnitState{layer, name, tensors::ComputeModelState(job, params, fp8_transpose)};
 }
 
 std::vector<UnitState> PlanUnits(const model::Job& job, const Plan& plan, int pp_rank,
@@ -137,7 +91,7 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job, options));
   if (job.memtune.framework == model::Framework::kFsdp2) {
     auto plan = std::make_unique<Plan>();
-    MEMTUNE_TRY(plan->fsdp2, est::MakeFsdp2Facts(job));
+    MEMTUNE_TRY(plan->fsdp2, tensors::MakeFsdp2Facts(job));
     plan->iterations = options.iterations;
     plan->num_microbatches = plan->fsdp2->microbatches;
     MEMTUNE_RETURN_IF_ERROR(
@@ -147,9 +101,7 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
   MEMTUNE_TRY(auto stages, estimate::BuildPipelineLayout(job.model));
   const auto& m = job.model;
   auto plan = std::make_unique<Plan>();
-  estimate::EstimateOptions eo;
-  eo.num_microbatches = options.num_microbatches;
-  plan->facts = est::MakeJobFacts(job, eo);
+  plan->facts = tensors::MakeJobFacts(job, options.num_microbatches);
   plan->pp_size = static_cast<int>(stages.size());
   plan->iterations = options.iterations;
   plan->num_microbatches = plan->facts.num_microbatches;
@@ -158,21 +110,21 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
       options.num_microbatches ? "num_microbatches" : "train.global_batch_size"));
   plan->group_size = plan->facts.group_size;
   plan->ep_overlap = m.overlap_moe_expert_parallel_comm;
-  const est::ActContext& ctx = plan->facts.act;
+  const tensors::ActContext& ctx = plan->facts.act;
   plan->sp = ctx.hid_div > 1;
   plan->local_hidden = plan->facts.local_hidden_per_mb;
   for (int moe = 0; moe < 2; ++moe) {
-    for (int fp8 = 0; fp8 < 2; ++fp8) plan->sizes[moe][fp8] = MakeLayerSizes(ctx, moe == 1, fp8 == 1);
+    for (int fp8 = 0; fp8 < 2; ++fp8) plan->sizes[moe][fp8] = tensors::MakeLayerSizes(ctx, moe == 1, fp8 == 1);
   }
-  const bool fp8_t = est::KeepsFp8Transpose(job);
+  const bool fp8_t = tensors::KeepsFp8Transpose(job);
   plan->ranks.resize(stages.size());
   for (const auto& stage : stages) {
     RankPlan& rank = plan->ranks[stage.pp_rank];
-    rank.workspaces = est::ComputeRankWorkspaces(plan->facts.workspaces, stage.chunks,
+    rank.workspaces = tensors::ComputeRankWorkspaces(plan->facts.workspaces, stage.chunks,
                                                  plan->facts.params.moe_pattern);
     for (const auto& chunk : stage.chunks) {
       ChunkPlan cp;
-      cp.layers = PlanLayers(m, *plan, chunk);
+      cp.layers = tensors::PlanChunkLayers(m, plan->facts.params.moe_pattern, chunk);
       cp.has_embedding = chunk.has_embedding;
       cp.has_output = chunk.has_output;
       cp.units = PlanUnits(job, *plan, stage.pp_rank, chunk, fp8_t);

@@ -4,15 +4,15 @@
 
 #include <string>
 
-#include "estimate/fsdp2_tensors.h"
+#include "tensors/fsdp2_tensors.h"
 #include "memtune/estimate/estimate.h"
 #include "unit/estimate/test_jobs.h"
 
 namespace memtune::estimate {
 namespace {
 
-using internal::Fsdp2Ac;
-using internal::MakeFsdp2Facts;
+using tensors::Fsdp2Ac;
+using tensors::MakeFsdp2Facts;
 using testing::Fsdp2Job;
 
 std::int64_t Component(const Estimate& e, const std::string& name) {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "estimate/activations.h"
+#include "tensors/activations.h"
 #include "memtune/estimate/estimate.h"
 #include "memtune/synth/synthesize.h"
 #include "unit/estimate/test_jobs.h"
@@ -178,7 +178,7 @@ TEST(SynthTest, InvariantsUnfusedAttention) {
     auto e = estimate::EstimateMemory(job);
     ASSERT_TRUE(e);
     const Recorder rec = Record(job, 0);
-    const auto ctx = estimate::internal::MakeActContext(job);
+    const auto ctx = tensors::MakeActContext(job);
     const std::int64_t scores = 2 * ctx.heads_per_rank * ctx.seq_k * ctx.tokens;
     EXPECT_LE(rec.peak_bytes, e->ranks[0].allocated_bytes + scores) << impl;
     EXPECT_GE(rec.peak_bytes, e->ranks[0].allocated_bytes - scores) << impl;
@@ -192,15 +192,15 @@ TEST(SynthTest, OffloadedTensorsLeaveAfterForwardAndReloadForBackward) {
   job.model.fine_grained_activation_offloading = true;
   job.model.offload_modules = {"qkv_linear", "attn_proj"};
   CheckInvariants(job);
-  const auto ctx = estimate::internal::MakeActContext(job);
-  const auto kept = estimate::internal::LayerActivations(ctx, false, false);
-  const auto off = estimate::internal::OffloadedTensors(ctx, false, kept);
+  const auto ctx = tensors::MakeActContext(job);
+  const auto kept = tensors::LayerActivations(ctx, false, false);
+  const auto off = tensors::OffloadedTensors(ctx, false, kept);
   std::vector<std::string> freed, reloaded;
-  for (int t = 0; t < estimate::internal::kNumActTensors; ++t) {
+  for (int t = 0; t < tensors::kNumActTensors; ++t) {
     if (off[t] == 0) continue;
-    const std::string name = estimate::internal::ActTensorName(static_cast<estimate::internal::ActTensor>(t));
+    const std::string name = tensors::ActTensorName(static_cast<tensors::ActTensor>(t));
     // (Layer 0's input, act.ln1_input, is the embedding's output tensor.)
-    freed.push_back(t == estimate::internal::kLn1Input ? "free embedding.output" : "free " + name);
+    freed.push_back(t == tensors::kLn1Input ? "free embedding.output" : "free " + name);
     reloaded.push_back("alloc " + name + " " + std::to_string(kept[t]));
   }
   ASSERT_EQ(freed.size(), 3u);  // act.ln1_input, act.ln1_output and act.attn_out

@@ -1,5 +1,5 @@
-// The weight shapes TE's weight-gradient placeholders are keyed by (private to the
-// estimator; docs/estimator.md §5b). Shared by the parameter catalog, which collects one
+// The weight shapes TE's weight-gradient placeholders are keyed by (memtune_tensors
+// internal API; docs/estimator.md §5b). Shared by the parameter catalog, which collects one
 // layer's shapes in its pass over the tensors, and the workspace rules.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "memtune/model/parameters.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 // Weight-gradient placeholders. With gradient_accumulation_fusion a Transformer Engine
 // linear's backward (and MCore's ColumnParallelLinear's: the output layer) accumulates the
@@ -43,4 +43,4 @@ struct WgradShapes {
 // row-parallel ones their input columns; expert weights over expert TP.
 void AddWgradShape(WgradShapes& out, const model::ParamTensor& t, int tp, int etp, int dtype_bytes);
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

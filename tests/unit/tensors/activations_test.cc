@@ -1,15 +1,15 @@
 // Per-layer saved activations of small hand-checkable layers (docs/estimator.md).
-#include "estimate/activations.h"
-#include "estimate/layer_tensors.h"
+#include "tensors/activations.h"
+#include "tensors/layer_tensors.h"
 
 #include <gtest/gtest.h>
 
 #include "unit/estimate/test_jobs.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
-using testing::TinyJob;
+using estimate::testing::TinyJob;
 
 // TinyJob per token (bf16, TP1, no SP): ln1_in 16, ln1_out 16, qkv (q 16 + k 16 + v 16: TE
 // copies the v view of mixed_qkv) 48, attn_out 16, softmax stats 8, ln2_in 16, ln2_out 16,
@@ -352,4 +352,4 @@ TEST(ActivationsTest, Fc1WeightGradientIsATransientOnlyWithoutTheFusion) {
 }
 
 }  // namespace
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

@@ -1,5 +1,5 @@
 // Activations one transformer layer keeps for backward, tensor by tensor, per micro-batch
-// and per rank (private to the estimator; docs/estimator.md explains every tensor).
+// and per rank (memtune_tensors internal API; docs/estimator.md explains every tensor).
 #pragma once
 
 #include <array>
@@ -8,7 +8,7 @@
 
 #include "memtune/model/job.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 // The saved tensors memtune names. Bytes are per micro-batch on one rank.
 enum ActTensor : int {
@@ -129,4 +129,4 @@ std::int64_t LocalAttentionScoreBuffer(const ActContext& ctx);
 // Sum of a tensor table.
 std::int64_t SumBytes(const ActBytes& bytes);
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

@@ -2,16 +2,16 @@
 // Every tensor is named after the torchtitan operation that creates or saves it
 // (torchtitan 9dec370 models/llama/model.py, models/norms.py, parallelisms/
 // parallelize_llama.py, train.py; PyTorch autograd's saved tensors per op).
-#include "fsdp2_tensors.h"
+#include "tensors/fsdp2_tensors.h"
 
 #include <algorithm>
 #include <string_view>
 #include <utility>
 
 #include "memtune/model/parameters.h"
-#include "workspaces.h"
+#include "tensors/workspaces.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
 std::int64_t Sum(const std::vector<Fsdp2Tensor>& list) {
@@ -277,4 +277,4 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
   return f;
 }
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

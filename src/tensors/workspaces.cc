@@ -3,7 +3,7 @@
 // get_cublas_workspace, _NUM_MAX_UB_STREAMS) and common/util/multi_stream.cpp
 // (get_num_compute_streams); PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp
 // (parseChosenWorkspaceSize, getCUDABlasLtWorkspace, setCublasWorkspace).
-#include "workspaces.h"
+#include "tensors/workspaces.h"
 
 #include <algorithm>
 #include <charconv>
@@ -12,7 +12,7 @@
 #include "memtune/model/gpu_catalog.h"
 #include "memtune/model/parameters.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
 constexpr std::int64_t kMiB = 1024 * 1024;
@@ -83,6 +83,10 @@ std::string_view JobComputeCapability(const model::Job& job) {
   return found ? std::string_view((*found)->compute_capability) : std::string_view();
 }
 
+bool KeepsFp8Transpose(const model::Job& job) {
+  return Fp8GemmNeedsTranspose(JobComputeCapability(job));
+}
+
 WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
                                   const ParamCatalog& catalog) {
   const auto& m = job.model;
@@ -136,10 +140,11 @@ WgradShapes DummyWgradShapes(const WorkspaceRules& rules, int sources) {
   return shapes;
 }
 
-RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
+RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules,
+                                     std::span<const estimate::ModelChunk> chunks,
                                      const std::vector<bool>& moe_pattern) {
   bool layers = false, moe = false, dense = false, output = false, mtp = false;
-  for (const ModelChunk& c : chunks) {
+  for (const estimate::ModelChunk& c : chunks) {
     layers = layers || c.num_layers + c.num_mtp_layers > 0;
     output = output || c.has_output;
     mtp = mtp || c.num_mtp_layers > 0;
@@ -167,4 +172,4 @@ RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<cons
   return w;
 }
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

@@ -1,6 +1,6 @@
 // Per-layer saved activations (docs/estimator.md "Activations"). Every tensor cites the
 // Megatron-LM (d98e8a6) / TransformerEngine (d0067d0) code that keeps it.
-#include "activations.h"
+#include "tensors/activations.h"
 
 #include <algorithm>
 #include <bit>
@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "layer_tensors.h"
+#include "tensors/layer_tensors.h"
 #include "memtune/model/parameters.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
     {"act.ln1_input", "layer input saved for the input-norm backward (TE LayerNormLinear inputmat)"},
@@ -414,4 +414,4 @@ std::int64_t SumBytes(const ActBytes& bytes) {
   return sum;
 }
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

@@ -1,7 +1,7 @@
 // Library GEMM workspaces, and MCore local attention's score buffer, that a training rank
 // keeps allocated through PyTorch's caching allocator from their first use on (so they count
-// in max_allocated), sized from the GPU, the launch environment and the job (private to the
-// estimator; docs/estimator.md "Library workspaces").
+// in max_allocated), sized from the GPU, the launch environment and the job (memtune_tensors
+// internal API; docs/estimator.md "Library workspaces").
 #pragma once
 
 #include <array>
@@ -14,11 +14,11 @@
 
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
-#include "activations.h"
-#include "model_state.h"
-#include "wgrad_shapes.h"
+#include "tensors/activations.h"
+#include "tensors/model_state.h"
+#include "tensors/wgrad_shapes.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 // TE cpp_extensions/gemm.py get_cublas_workspace_size_bytes: 32 MiB + 1 KiB from compute
 // capability 9 (Hopper) on, 4 MiB before; `compute_capability` as in the GPU catalog.
@@ -40,6 +40,11 @@ bool Fp8GemmNeedsTranspose(std::string_view compute_capability);
 // The GPU's compute capability from the job's memtune.gpu ("" when none or unknown); a
 // view of the static GPU catalog.
 std::string_view JobComputeCapability(const model::Job& job);
+
+// Whether Transformer Engine keeps fp8 transposed weights on the job's GPU:
+// Fp8GemmNeedsTranspose(JobComputeCapability(job)), as the estimator and the trace
+// synthesizer size the model state (MakeModelStateRules, ComputeModelState).
+bool KeepsFp8Transpose(const model::Job& job);
 
 // The parts of a rank that bring placeholder shapes, as bits of a source mask.
 enum WgradSource : int { kWgradDense = 1, kWgradMoe = 2, kWgradOutput = 4, kWgradMtp = 8 };
@@ -102,7 +107,8 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
 // - Weight-gradient placeholders: the union of the shapes of the parts the rank builds
 //   (dense layers, MoE layers, output layer, MTP blocks).
 // `moe_pattern`: model::MoeLayerPattern (true = MoE layer), empty for dense models.
-RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules, std::span<const ModelChunk> chunks,
+RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules,
+                                     std::span<const estimate::ModelChunk> chunks,
                                      const std::vector<bool>& moe_pattern);
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

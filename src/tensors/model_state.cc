@@ -1,11 +1,11 @@
 // Parameters, gradient buffers and optimizer state of one pipeline rank.
-#include "model_state.h"
+#include "tensors/model_state.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string_view>
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
 using model::ParamPlacement;
@@ -152,12 +152,12 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
 }
 
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
-                           const StageLayout& stage, int pp_size) {
-  return CountRankParams(job, catalog, std::span<const ModelChunk>(stage.chunks), pp_size);
+                           const estimate::StageLayout& stage, int pp_size) {
+  return CountRankParams(job, catalog, std::span<const estimate::ModelChunk>(stage.chunks), pp_size);
 }
 
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
-                           std::span<const ModelChunk> chunks, int pp_size) {
+                           std::span<const estimate::ModelChunk> chunks, int pp_size) {
   const auto& m = job.model;
   const bool frozen = job.peft.has_value();
   RankParams r;
@@ -303,4 +303,4 @@ ModelStateBytes ComputeModelState(const ModelStateRules& g, const RankParams& p)
   return s;
 }
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

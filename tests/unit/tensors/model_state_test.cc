@@ -1,20 +1,31 @@
 // Model state per rank: dtypes, gradient buffers, optimizer sharding, PEFT, FSDP.
-#include "estimate/model_state.h"
+#include "tensors/model_state.h"
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+
 #include "unit/estimate/test_jobs.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
-using testing::TinyJob;
+using estimate::ModelChunk;
+using estimate::StageLayout;
+using estimate::testing::TinyJob;
 
+// A stage of chunks (built by hand: the pipeline layout is the estimator's, not tested here).
+StageLayout Stage(std::initializer_list<ModelChunk> chunks) {
+  StageLayout stage;
+  stage.chunks = chunks;
+  return stage;
+}
+
+// The model state of a job without pipeline parallelism: one stage with every layer.
 ModelStateBytes StateOf(const model::Job& job, bool transpose = true) {
-  auto stages = BuildPipelineLayout(job.model);
-  EXPECT_TRUE(stages);
-  const auto params = CountRankParams(job, MakeParamCatalog(job), stages->front(),
-                                      job.model.pipeline_model_parallel_size);
+  const ModelChunk all{0, 0, static_cast<int>(job.model.num_layers), true, true,
+                       static_cast<int>(job.model.mtp_num_layers.value_or(0))};
+  const auto params = CountRankParams(job, MakeParamCatalog(job), Stage({all}), 1);
   return ComputeModelState(job, params, transpose);
 }
 
@@ -125,13 +136,11 @@ TEST(ModelStateTest, TiedEmbeddingsWithPipelineKeepACopyOnTheLastStage) {
   auto job = TinyJob();
   job.model.share_embeddings_and_output_weights = true;
   job.model.pipeline_model_parallel_size = 2;
-  auto stages = BuildPipelineLayout(job.model);
-  ASSERT_TRUE(stages);
-  const auto catalog = MakeParamCatalog(job);
-  const auto first = CountRankParams(job, catalog, (*stages)[0], 2);
-  const auto last = CountRankParams(job, catalog, (*stages)[1], 2);
+  const auto catalog = MakeParamCatalog(job);  // layer 0 on stage 0, layer 1 on stage 1
+  const auto first = CountRankParams(job, catalog, Stage({{0, 0, 1, true, false, 0}}), 2);
+  const auto last = CountRankParams(job, catalog, Stage({{0, 1, 1, false, true, 0}}), 2);
   EXPECT_EQ(first.dense_hp + first.dense_fp8, last.dense_hp + last.dense_fp8 - 8);  // + final norm
 }
 
 }  // namespace
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

@@ -1,5 +1,6 @@
-// One torchtitan block's backward, op by op (private). Written once and run two ways: the
-// estimator walks it for the block's peak (fsdp2_estimate.cc), the trace generator emits it
+// One torchtitan block's backward, op by op (memtune_tensors internal API). Written once
+// and run two ways: WalkBlockBackward (below) walks it for the block's peak, which the
+// estimator uses (src/estimate/fsdp2_estimate.cc); the trace generator emits it
 // (src/synth/fsdp2_block.cc). Order and sizes follow autograd on torchtitan 9dec370's block:
 // w2 dgrad, SiLU * mul backward, w3 / w1 dgrads summed, RMSNorm backward in fp32, residual,
 // wo dgrad, flash backward (fp32 dq accumulator; ring attention's buffers under CP),
@@ -11,9 +12,9 @@
 #include <tuple>
 #include <utility>
 
-#include "fsdp2_tensors.h"
+#include "tensors/fsdp2_tensors.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 // Indices into Fsdp2Facts::block_params (fsdp2_tensors.cc AddParams order).
 enum Fsdp2BlockParam { kAttnNorm, kWq, kWk, kWv, kWo, kFfnNorm, kW1, kW2, kW3 };
@@ -163,9 +164,9 @@ int Fsdp2BlockBackward(const Fsdp2Facts& f, int grad_out, Exec& x) {
   return dx;
 }
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 // The highest point of one block's backward (Fsdp2BlockBackward walked in bytes): the saved
 // tensors still live then, and the temporaries (incoming gradient, working gradients and
@@ -180,4 +181,4 @@ struct Fsdp2BackwardPeak {
 // otherwise it holds what its forward kept without checkpointing.
 Fsdp2BackwardPeak WalkBlockBackward(const Fsdp2Facts& f, bool checkpointed);
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

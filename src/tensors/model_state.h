@@ -1,5 +1,6 @@
 // Model state of one pipeline rank: parameters, gradient buffers and optimizer state,
-// dtype by dtype (private to the estimator; docs/estimator.md "Model state").
+// dtype by dtype (memtune_tensors internal API, used by the estimator and the trace
+// synthesizer; docs/estimator.md "Model state").
 #pragma once
 
 #include <cstdint>
@@ -9,9 +10,9 @@
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
 #include "memtune/model/parameters.h"
-#include "wgrad_shapes.h"
+#include "tensors/wgrad_shapes.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 // Element counts of one rank, by family. "hp" = stored in params_dtype; "fp8" = TE linear
 // weights stored as fp8 (fp8_param_gather); "frozen" = requires_grad false (PEFT base).
@@ -55,10 +56,10 @@ bool IsBf16Layer(const model::ModelConfig& model, int layer);
 
 // Elements on the rank of `stage` (TP/EP sharding applied), including LoRA adapters.
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
-                           const StageLayout& stage, int pp_size);
+                           const estimate::StageLayout& stage, int pp_size);
 // The same for a rank given by its chunks (schedule_internal.h PipelineChunks::Stage).
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
-                           std::span<const ModelChunk> chunks, int pp_size);
+                           std::span<const estimate::ModelChunk> chunks, int pp_size);
 
 // Bytes of each model-state family of one rank, and the optimizer-step transient.
 struct ModelStateBytes {
@@ -110,4 +111,4 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
 // ComputeModelState(job, params, fp8_needs_transpose) with the job's rules resolved.
 ModelStateBytes ComputeModelState(const ModelStateRules& rules, const RankParams& params);
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

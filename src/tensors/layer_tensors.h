@@ -9,9 +9,9 @@
 #include <array>
 #include <cstdint>
 
-#include "activations.h"
+#include "tensors/activations.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 // Forward transients, in the order a TE dense layer creates them. Each is freed within
 // the layer's forward (communication buffers after the GEMM, GEMM outputs after the
@@ -88,4 +88,4 @@ ActBytes LayerRecomputedTensors(const ActContext& ctx, bool moe_layer, bool fp8_
 // The same, given the layer's LayerActivations(ctx, moe_layer, fp8_layer) (computed once).
 ActBytes LayerRecomputedTensors(const ActContext& ctx, bool moe_layer, bool fp8_layer, const ActBytes& kept);
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

@@ -1,5 +1,6 @@
 // The tensors one rank of a torchtitan Llama job under FSDP2 holds, sized from the job
-// (private to the estimator and the trace synthesizer; docs/estimator.md "FSDP2").
+// (memtune_tensors internal API, used by the estimator and the trace synthesizer;
+// docs/estimator.md "FSDP2").
 //
 // The model is torchtitan's Llama (torchtitan 9dec370, models/llama/model.py): separate
 // wq/wk/wv/wo and w1/w3/w2 nn.Linear weights, RMSNorm computed in fp32 then cast back,
@@ -16,7 +17,7 @@
 #include "memtune/core/result.h"
 #include "memtune/model/job.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 
 // One parameter on one rank: its TP-local shape and FSDP2's padded shard.
 struct Fsdp2Param {
@@ -106,4 +107,4 @@ struct Fsdp2Facts {
 // kInvalidConfig for a shard degree that does not fit the world size.
 Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job);
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

@@ -1,12 +1,12 @@
 // Placeholder shapes (docs/estimator.md §5b). Sources: TransformerEngine d0067d0
 // pytorch/module/base.py get_dummy_wgrad and the linear modules' backward; Megatron-LM
 // d98e8a6 tensor_parallel/layers.py.
-#include "wgrad_shapes.h"
+#include "tensors/wgrad_shapes.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
 // The local shape of a linear weight on its rank: column-parallel (and vocabulary-parallel)
@@ -57,4 +57,4 @@ std::int64_t WgradShapes::Bytes() const {
   return total;
 }
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

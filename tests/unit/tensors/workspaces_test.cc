@@ -1,5 +1,5 @@
 // Library GEMM workspaces (docs/estimator.md "Library workspaces").
-#include "estimate/workspaces.h"
+#include "tensors/workspaces.h"
 
 #include <gtest/gtest.h>
 
@@ -7,11 +7,12 @@
 
 #include "unit/estimate/test_jobs.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
-using testing::Llama70BJob;
-using testing::TinyJob;
+using estimate::testing::Llama70BJob;
+using estimate::testing::TinyJob;
+using estimate::ModelChunk;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
 
@@ -203,4 +204,4 @@ TEST(WorkspacesTest, WgradShapesCountEachShapeOnceAndKeepOverflowBytes) {
 }
 
 }  // namespace
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

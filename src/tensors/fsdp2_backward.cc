@@ -1,10 +1,10 @@
 // Walks a block's backward op sequence (fsdp2_backward.h) in bytes for its peak.
-#include "fsdp2_backward.h"
+#include "tensors/fsdp2_backward.h"
 
 #include <string_view>
 #include <vector>
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
 class Walk {
@@ -62,4 +62,4 @@ Fsdp2BackwardPeak WalkBlockBackward(const Fsdp2Facts& f, bool checkpointed) {
   return walk.peak();
 }
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors

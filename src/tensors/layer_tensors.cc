@@ -2,9 +2,9 @@
 // Megatron-LM d98e8a6 transformer_layer.py / attention.py / mlp.py / moe/token_dispatcher.py,
 // TransformerEngine d0067d0 module/layernorm_linear.py and module/linear.py (the SP
 // all-gather of the GEMM input, the reduce-scatter of row-parallel outputs, fp8 casts).
-#include "layer_tensors.h"
+#include "tensors/layer_tensors.h"
 
-namespace memtune::estimate::internal {
+namespace memtune::tensors {
 namespace {
 
 constexpr const char* kFwdNames[kNumFwdTransients] = {
@@ -166,4 +166,4 @@ ActBytes LayerRecomputedTensors(const ActContext& c, bool moe_layer, bool fp8_la
   return dropped;
 }
 
-}  // namespace memtune::estimate::internal
+}  // namespace memtune::tensors
