@@ -252,6 +252,13 @@ struct Binder {
     f.null_is_value = null_value.has_value();
     return f;
   }
+  // A closed-set enum spelled by its name table (EnumNames in memtune/model/job.h).
+  template <typename E>
+  FieldSpec Named(const char* name, E S::*member) const {
+    std::vector<std::pair<std::string, E>> names;
+    for (const EnumName<E>& entry : EnumNames(E{})) names.emplace_back(entry.name, entry.value);
+    return Choice(name, member, std::move(names));
+  }
   FieldSpec DtypeField(const char* name, Dtype S::*member, std::vector<Dtype> allowed) const {
     auto g = get;
     auto c = cget;

@@ -18,7 +18,7 @@ bool Selective(const Job& j) {
   return j.model.recompute_granularity == RecomputeGranularity::kSelective;
 }
 bool LearnedPositions(const Job& j) {
-  return j.model.position_embedding_type == "learned_absolute";
+  return j.model.position_embedding_type == PositionEmbedding::kLearnedAbsolute;
 }
 bool FusableActivation(const Job& j) {  // where unfused activations keep more (gated, MoE)
   return j.model.gated_linear_unit || IsMoe(j);
@@ -183,13 +183,12 @@ std::vector<FieldSpec> ArchitectureFields() {
              "MCore TransformerConfig"),
       Memory(m.Double("attention_dropout", &ModelConfig::attention_dropout, 0, 1),
              "MCore TransformerConfig"),
-      Memory(m.Enum("position_embedding_type", &ModelConfig::position_embedding_type,
-                    {"learned_absolute", "rope", "yarn", "mrope", "none"}),
+      Memory(m.Named("position_embedding_type", &ModelConfig::position_embedding_type),
              "Bridge GPTModelProvider"),
       Memory(kDerived.Int("max_position_embeddings", &ModelSpec::max_position_embeddings,
                           &ModelConfig::max_position_embeddings, 1, kMaxSeqTokens),
              "seq_length", LearnedPositions),
-      m.Enum("softmax_type", &ModelConfig::softmax_type, {"vanilla", "off_by_one", "learnable"}),
+      m.Named("softmax_type", &ModelConfig::softmax_type),
   };
 }
 
@@ -207,8 +206,7 @@ std::vector<FieldSpec> MoeFields() {
       m.Bool("moe_shared_expert_overlap", &ModelConfig::moe_shared_expert_overlap),
       Memory(MoeLayerFreqField(), "MCore TransformerConfig", IsMoe),
       m.Bool("moe_grouped_gemm", &ModelConfig::moe_grouped_gemm),
-      Memory(m.Enum("moe_token_dispatcher_type", &ModelConfig::moe_token_dispatcher_type,
-                    {"allgather", "alltoall", "flex"}),
+      Memory(m.Named("moe_token_dispatcher_type", &ModelConfig::moe_token_dispatcher_type),
              "MCore TransformerConfig", IsMoe),
       m.OptInt("moe_latent_size", &ModelConfig::moe_latent_size, 1, kMaxDim),
       m.Bool("moe_router_enable_expert_bias", &ModelConfig::moe_router_enable_expert_bias),
@@ -302,8 +300,7 @@ std::vector<FieldSpec> LeverFields() {
       Alias("cuda_graph_modules", CudaGraphScopeField()),
       Memory(m.Bool("cross_entropy_loss_fusion", &ModelConfig::cross_entropy_loss_fusion),
              "Bridge GPTModelProvider"),
-      m.Enum("cross_entropy_fusion_impl", &ModelConfig::cross_entropy_fusion_impl,
-             {"native", "te"}),
+      m.Named("cross_entropy_fusion_impl", &ModelConfig::cross_entropy_fusion_impl),
       // (Not "defaults assumed": the estimate's assumptions line names the attention used.)
       m.Enum("attention_backend", &ModelConfig::attention_backend,
              {"auto", "flash", "fused", "unfused", "local"}),

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,40 @@ int DtypeBytes(Dtype dtype);
 const char* DtypeName(Dtype dtype);
 
 enum class Normalization { kLayerNorm, kRMSNorm };
+// Attention softmax (MCore TransformerConfig.softmax_type): "vanilla" | "off_by_one" |
+// "learnable". Learnable (GPT-OSS sinks) adds one parameter per attention head per layer.
+enum class SoftmaxType { kVanilla, kOffByOne, kLearnable };
+// Position embedding (Bridge GPTModelProvider.position_embedding_type): "learned_absolute" |
+// "rope" | "yarn" | "mrope" | "none". Only learned_absolute adds a parameter table.
+enum class PositionEmbedding { kLearnedAbsolute, kRope, kYarn, kMrope, kNone };
+// MoE token dispatcher (MCore moe_token_dispatcher_type): "allgather" | "alltoall" | "flex".
+enum class MoeTokenDispatcher { kAllgather, kAlltoall, kFlex };
+// Fused cross-entropy implementation (MCore cross_entropy_fusion_impl): "native" | "te".
+enum class CrossEntropyFusionImpl { kNative, kTe };
+
+// One document spelling of a closed-set enum value.
+template <typename E>
+struct EnumName {
+  const char* name;
+  E value;
+};
+
+// The name table of each closed-set enum, in the order error messages list them ("allowed:
+// vanilla, off_by_one, learnable"). The one table serves the parser, `memtune job` and the
+// checks' messages. The argument only selects the enum.
+std::span<const EnumName<SoftmaxType>> EnumNames(SoftmaxType);
+std::span<const EnumName<PositionEmbedding>> EnumNames(PositionEmbedding);
+std::span<const EnumName<MoeTokenDispatcher>> EnumNames(MoeTokenDispatcher);
+std::span<const EnumName<CrossEntropyFusionImpl>> EnumNames(CrossEntropyFusionImpl);
+
+// The document spelling of `value`, e.g. NameOf(MoeTokenDispatcher::kAlltoall) == "alltoall".
+template <typename E>
+const char* NameOf(E value) {
+  for (const EnumName<E>& entry : EnumNames(E{})) {
+    if (entry.value == value) return entry.name;
+  }
+  return "";
+}
 enum class RecomputeGranularity { kNone, kSelective, kFull };
 enum class RecomputeMethod { kNone, kUniform, kBlock };
 enum class Framework { kMegatron, kFsdp2 };
@@ -59,10 +94,8 @@ struct ModelBase {
   bool qk_layernorm = false;
   double hidden_dropout = 0.1;             // MCore default; Bridge recipes set 0
   double attention_dropout = 0.1;
-  std::string position_embedding_type = "learned_absolute";  // rope | learned_absolute | none
-  // Attention softmax: vanilla | off_by_one | learnable. "learnable" (GPT-OSS sinks) adds
-  // one parameter per attention head per layer (MCore TransformerConfig.softmax_type).
-  std::string softmax_type = "vanilla";
+  PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
+  SoftmaxType softmax_type = SoftmaxType::kVanilla;
 
   // MoE.
   std::optional<std::int64_t> num_moe_experts;
@@ -74,7 +107,7 @@ struct ModelBase {
   std::vector<int> moe_layer_freq = {1};   // one int (every k-th layer) or a 0/1 flag per layer
   bool moe_layer_freq_is_list = false;
   bool moe_grouped_gemm = false;
-  std::string moe_token_dispatcher_type = "allgather";  // allgather | alltoall | flex
+  MoeTokenDispatcher moe_token_dispatcher_type = MoeTokenDispatcher::kAllgather;
   std::optional<std::int64_t> moe_latent_size;
   bool moe_router_enable_expert_bias = false;
   std::optional<double> moe_expert_capacity_factor;
@@ -133,7 +166,7 @@ struct ModelBase {
   std::string transformer_impl = "transformer_engine";  // transformer_engine | local
   bool masked_softmax_fusion = true;       // local unfused attention's fused softmax kernel
   bool attention_softmax_in_fp32 = false;  // local unfused attention's torch softmax in fp32
-  std::string cross_entropy_fusion_impl = "native";  // native | te
+  CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
 
   // Precision (effective: the mixed-precision preset has been applied).
   bool bf16 = false;
