@@ -97,11 +97,12 @@ Violations SharedExpertSize(const Job& job) {
 Violations SharedExpertOverlapDispatcher(const Job& job) {
   const auto& m = job.model;
   if (!m.moe_shared_expert_intermediate_size || !m.moe_shared_expert_overlap) return {};
-  if (m.moe_token_dispatcher_type == "alltoall" || m.moe_token_dispatcher_type == "flex") {
+  if (m.moe_token_dispatcher_type == MoeTokenDispatcher::kAlltoall ||
+      m.moe_token_dispatcher_type == MoeTokenDispatcher::kFlex) {
     return {};
   }
   return {Violation{{{"model.moe_shared_expert_overlap", "true"},
-                     {"model.moe_token_dispatcher_type", m.moe_token_dispatcher_type}},
+                     {"model.moe_token_dispatcher_type", NameOf(m.moe_token_dispatcher_type)}},
                     "moe_shared_expert_overlap only works with alltoall or flex token dispatcher",
                     "set moe_token_dispatcher_type: alltoall (or flex), or "
                     "moe_shared_expert_overlap: false"}};
@@ -159,8 +160,9 @@ Violations EpOverlap(const Job& job) {
         "overlap_moe_expert_parallel_comm is only supported with expert model parallelism",
         "set expert_model_parallel_size > 1, or overlap_moe_expert_parallel_comm: false");
   }
-  if (m.moe_token_dispatcher_type != "alltoall" && m.moe_token_dispatcher_type != "flex") {
-    add({{"model.moe_token_dispatcher_type", m.moe_token_dispatcher_type}},
+  if (m.moe_token_dispatcher_type != MoeTokenDispatcher::kAlltoall &&
+      m.moe_token_dispatcher_type != MoeTokenDispatcher::kFlex) {
+    add({{"model.moe_token_dispatcher_type", NameOf(m.moe_token_dispatcher_type)}},
         "overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher",
         "set moe_token_dispatcher_type: alltoall (or flex)");
   }

@@ -65,7 +65,8 @@ Violations Fp4AndFp8(const Job& job) {
 
 Violations CrossEntropyTe(const Job& job) {
   const auto& m = job.model;
-  if (!m.cross_entropy_loss_fusion || m.cross_entropy_fusion_impl != "te") return {};
+  if (!m.cross_entropy_loss_fusion || m.cross_entropy_fusion_impl != CrossEntropyFusionImpl::kTe)
+    return {};
   return {Violation{
       {{"model.cross_entropy_loss_fusion", "true"}, {"model.cross_entropy_fusion_impl", "te"}},
       "Transformer Engine cross entropy loss fusion has known stability issues. "

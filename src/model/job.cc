@@ -25,6 +25,37 @@ const char* DtypeName(Dtype dtype) {
   return "fp32";
 }
 
+std::span<const EnumName<SoftmaxType>> EnumNames(SoftmaxType) {
+  static constexpr EnumName<SoftmaxType> kNames[] = {{"vanilla", SoftmaxType::kVanilla},
+                                                     {"off_by_one", SoftmaxType::kOffByOne},
+                                                     {"learnable", SoftmaxType::kLearnable}};
+  return kNames;
+}
+
+std::span<const EnumName<PositionEmbedding>> EnumNames(PositionEmbedding) {
+  static constexpr EnumName<PositionEmbedding> kNames[] = {
+      {"learned_absolute", PositionEmbedding::kLearnedAbsolute},
+      {"rope", PositionEmbedding::kRope},
+      {"yarn", PositionEmbedding::kYarn},
+      {"mrope", PositionEmbedding::kMrope},
+      {"none", PositionEmbedding::kNone}};
+  return kNames;
+}
+
+std::span<const EnumName<MoeTokenDispatcher>> EnumNames(MoeTokenDispatcher) {
+  static constexpr EnumName<MoeTokenDispatcher> kNames[] = {
+      {"allgather", MoeTokenDispatcher::kAllgather},
+      {"alltoall", MoeTokenDispatcher::kAlltoall},
+      {"flex", MoeTokenDispatcher::kFlex}};
+  return kNames;
+}
+
+std::span<const EnumName<CrossEntropyFusionImpl>> EnumNames(CrossEntropyFusionImpl) {
+  static constexpr EnumName<CrossEntropyFusionImpl> kNames[] = {
+      {"native", CrossEntropyFusionImpl::kNative}, {"te", CrossEntropyFusionImpl::kTe}};
+  return kNames;
+}
+
 int DataParallelSize(const Job& job) {
   const auto& m = job.model;
   const int model_parallel =

@@ -1,6 +1,7 @@
-// ParseJobText: YAML/JSON text -> JobDocument. Reads each section through its field table
-// (job_schema*.cc), then applies defaults and Bridge's effective-value rules in Bridge's
-// order (runtime_config_update: mixed precision, then validate's sync rules).
+// ParseJobText: YAML/JSON text -> JobSpec -> ResolveJob -> JobDocument. Reads each section
+// through its field table (job_schema*.cc) into the declared job, applies the document-level
+// rules (seq_length agreement), then ResolveJob applies Bridge's effective-value rules in
+// Bridge's order (runtime_config_update: mixed precision, then validate's sync rules).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -118,7 +119,7 @@ Status ReadSection(const YAML::Node& node, const SectionSpec& spec, ParseContext
       continue;
     }
     if (!value || (value.IsNull() && !f.null_is_value)) continue;
-    MEMTUNE_RETURN_IF_ERROR(f.read(value, spec.path + "." + f.name, ctx.doc.job));
+    MEMTUNE_RETURN_IF_ERROR(f.read(value, spec.path + "." + f.name, ctx.spec));
     ctx.present.insert(spec.path + "." + (f.alias_of.empty() ? f.name : f.alias_of));
   }
   for (const FieldSpec& f : spec.fields) {
@@ -194,9 +195,9 @@ Status ReadModel(const YAML::Node& model, const ParseOptions& options, ParseCont
 // peft: null = full training; "lora" / "dora" shorthand; or a LoRA/DoRA mapping.
 Status ReadPeft(const YAML::Node& peft, ParseContext& ctx) {
   if (!peft || peft.IsNull()) return OkStatus();
-  ctx.doc.job.peft.emplace();
+  ctx.spec.peft.emplace();
   if (peft.IsScalar()) {
-    MEMTUNE_RETURN_IF_ERROR(FindField(PeftTable(), "_target_")->read(peft, "peft", ctx.doc.job));
+    MEMTUNE_RETURN_IF_ERROR(FindField(PeftTable(), "_target_")->read(peft, "peft", ctx.spec));
     ctx.present.insert("peft._target_");
     return ReadSection(YAML::Node(YAML::NodeType::Undefined), PeftTable(), ctx);
   }
@@ -211,8 +212,7 @@ Status ReadPeft(const YAML::Node& peft, ParseContext& ctx) {
 void ReadEnvVars(const YAML::Node& env_vars, ParseContext& ctx) {
   if (!env_vars || !env_vars.IsMap()) return;
   for (const auto& kv : env_vars) {
-    if (kv.second.IsScalar())
-      ctx.doc.job.memtune.env.emplace(kv.first.Scalar(), kv.second.Scalar());
+    if (kv.second.IsScalar()) ctx.spec.memtune.env.emplace(kv.first.Scalar(), kv.second.Scalar());
   }
 }
 
@@ -248,7 +248,7 @@ Status ReadSections(const YAML::Node& root, const ParseOptions& options, ParseCo
   ReadEnvVars(root["env_vars"], ctx);
   const YAML::Node memtune = root["memtune"];
   if (memtune && memtune.IsMap() && memtune["fsdp2"] &&
-      ctx.doc.job.memtune.framework != Framework::kFsdp2) {
+      ctx.spec.memtune.framework != Framework::kFsdp2) {
     ctx.Warn("memtune.fsdp2 is ignored unless memtune.framework is fsdp2");
   }
   return OkStatus();
@@ -263,14 +263,17 @@ Result<JobDocument> ParseJobNode(const YAML::Node& root, const ParseOptions& opt
                      "peft, dataset, memtune)");
   }
   ParseContext ctx;
-  ApplyUpstreamDefaults(ctx.doc.job);
+  ApplyUpstreamDefaults(ctx.spec);
   const YAML::Node doc = root && root.IsMap() ? root : YAML::Node(YAML::NodeType::Map);
   MEMTUNE_RETURN_IF_ERROR(CheckTopLevel(doc, ctx));
   MEMTUNE_RETURN_IF_ERROR(ReadSections(doc, options, ctx));
   MEMTUNE_RETURN_IF_ERROR(ApplyMixedPrecision(doc["mixed_precision"], ctx));
   MEMTUNE_RETURN_IF_ERROR(DeriveDefaults(doc["dataset"], ctx));
-  ApplySyncRules(ctx);
+  NoteSyncRules(ctx);
+  MEMTUNE_TRY(ctx.doc.job, ResolveJob(ctx.spec));
+  ClearSyncedDefaults(ctx);
   ListMemoryDefaults(ctx);
+  ctx.doc.spec = std::move(ctx.spec);
   return std::move(ctx.doc);
 }
 

@@ -11,30 +11,12 @@ namespace memtune::model {
 namespace internal {
 namespace {
 
-// MixedPrecisionConfig fields that change memory, with Bridge's defaults.
-struct MixedPrecision {
-  bool fp16 = false;
-  bool bf16 = false;
-  std::optional<Dtype> params_dtype;    // None: torch's default dtype, fp32
-  std::optional<Dtype> pipeline_dtype;  // None: same as params
-  bool grad_reduce_in_fp32 = true;
-  std::string fp8;  // "" = None
-  std::string fp8_recipe = "tensorwise";
-  bool first_last_layers_bf16 = false;
-  std::optional<bool> fp8_param;  // None: finalize() copies fp8_param_gather
-  bool fp8_param_gather = false;
-  std::string fp4;
-  std::optional<bool> fp4_param;
-  bool fp4_param_gather = false;
-  int num_layers_at_start_in_bf16 = 0;
-  int num_layers_at_end_in_bf16 = 0;
-  bool reuse_grad_buf_for_mxfp8_param_ag = false;
+using MixedPrecision = MixedPrecisionConfig;
 
-  // MixedPrecisionConfig.__setattr__ keeps fp8_param and fp8_param_gather (and the fp4
-  // pair) equal: setting either sets both.
-  void SetFp8ParamGather(bool on) { fp8_param_gather = on, fp8_param = on; }
-  void SetFp4ParamGather(bool on) { fp4_param_gather = on, fp4_param = on; }
-};
+// MixedPrecisionConfig.__setattr__ keeps fp8_param and fp8_param_gather (and the fp4 pair)
+// equal: setting either sets both.
+void SetFp8ParamGather(MixedPrecision& mp, bool on) { mp.fp8_param_gather = on, mp.fp8_param = on; }
+void SetFp4ParamGather(MixedPrecision& mp, bool on) { mp.fp4_param_gather = on, mp.fp4_param = on; }
 
 MixedPrecision Bf16Mixed() {
   MixedPrecision mp;
@@ -56,7 +38,7 @@ MixedPrecision WithFp8(MixedPrecision mp, const char* format, const char* recipe
                        bool param_gather) {
   mp.fp8 = format;
   mp.fp8_recipe = recipe;
-  mp.SetFp8ParamGather(param_gather);
+  SetFp8ParamGather(mp, param_gather);
   return mp;
 }
 
@@ -76,8 +58,8 @@ MixedPrecision WithMxfp8(MixedPrecision mp) {
 MixedPrecision Bf16WithNvfp4() {
   MixedPrecision mp = Bf16Mixed();
   mp.fp4 = "e2m1";
-  mp.SetFp8ParamGather(false);
-  mp.SetFp4ParamGather(true);
+  SetFp8ParamGather(mp, false);
+  SetFp4ParamGather(mp, true);
   return mp;
 }
 
@@ -115,13 +97,17 @@ const std::map<std::string, MixedPrecision>& Presets() {
 }
 
 // get_mixed_precision_config(): hyphens are accepted for underscores.
-Result<MixedPrecision> LookupPreset(const YAML::Node& node, const std::string& path) {
-  MEMTUNE_TRY(std::string name, ToName(node, path));
+Result<MixedPrecision> FindPreset(std::string name, const std::string& path) {
   std::replace(name.begin(), name.end(), '-', '_');
   const auto it = Presets().find(name);
   if (it != Presets().end()) return it->second;
   return NotFound(path, path + " = '" + name + "' is not a Bridge mixed-precision preset",
                   AllowedHint(name, MixedPrecisionPresetNames()));
+}
+
+Result<MixedPrecision> LookupPreset(const YAML::Node& node, const std::string& path) {
+  MEMTUNE_TRY(std::string name, ToName(node, path));
+  return FindPreset(std::move(name), path);
 }
 
 // MixedPrecisionConfig fields Bridge has that do not change memory.
@@ -240,9 +226,9 @@ Status ReadKnownFields(const YAML::Node& node, MixedPrecision& mp, ParseContext&
     const std::string path = "mixed_precision." + name;
     MEMTUNE_RETURN_IF_ERROR(reader(value, path, mp));
     if (name == "fp8_param" && mp.fp8_param) mp.fp8_param_gather = *mp.fp8_param;
-    if (name == "fp8_param_gather" && !value.IsNull()) mp.SetFp8ParamGather(mp.fp8_param_gather);
+    if (name == "fp8_param_gather" && !value.IsNull()) SetFp8ParamGather(mp, mp.fp8_param_gather);
     if (name == "fp4_param" && mp.fp4_param) mp.fp4_param_gather = *mp.fp4_param;
-    if (name == "fp4_param_gather" && !value.IsNull()) mp.SetFp4ParamGather(mp.fp4_param_gather);
+    if (name == "fp4_param_gather" && !value.IsNull()) SetFp4ParamGather(mp, mp.fp4_param_gather);
     ctx.present.insert(path);
   }
   return OkStatus();
@@ -282,73 +268,61 @@ Result<MixedPrecision> ReadMapping(const YAML::Node& node, ParseContext& ctx) {
   return mp;
 }
 
+// The fields setup() writes, as they stand before and after it.
+struct PrecisionState {
+  ModelBase model;
+  Dtype pipeline_dtype = Dtype::kFp32;
+  OptimizerConfig optimizer;
+  DdpConfig ddp;
+};
+
 // A precision field the preset writes, for the "overrides the document" warnings.
 struct Target {
   const char* path;
-  Json (*get)(const Job&);
+  Json (*get)(const PrecisionState&);
 };
 
 const std::vector<Target>& Targets() {
+  using S = PrecisionState;
   static const std::vector<Target> kTargets = {
-      {"model.bf16", [](const Job& j) { return Json(j.model.bf16); }},
-      {"model.fp16", [](const Job& j) { return Json(j.model.fp16); }},
-      {"model.params_dtype", [](const Job& j) { return Json(DtypeName(j.model.params_dtype)); }},
-      {"model.pipeline_dtype",
-       [](const Job& j) { return Json(DtypeName(j.model.pipeline_dtype)); }},
-      {"model.fp8", [](const Job& j) { return Json(j.model.fp8); }},
-      {"model.fp8_recipe", [](const Job& j) { return Json(j.model.fp8_recipe); }},
-      {"model.fp8_param", [](const Job& j) { return Json(j.model.fp8_param); }},
-      {"model.fp8_param_gather", [](const Job& j) { return Json(j.model.fp8_param_gather); }},
-      {"model.fp4", [](const Job& j) { return Json(j.model.fp4); }},
-      {"model.fp4_param", [](const Job& j) { return Json(j.model.fp4_param); }},
+      {"model.bf16", [](const S& j) { return Json(j.model.bf16); }},
+      {"model.fp16", [](const S& j) { return Json(j.model.fp16); }},
+      {"model.params_dtype", [](const S& j) { return Json(DtypeName(j.model.params_dtype)); }},
+      {"model.pipeline_dtype", [](const S& j) { return Json(DtypeName(j.pipeline_dtype)); }},
+      {"model.fp8", [](const S& j) { return Json(j.model.fp8); }},
+      {"model.fp8_recipe", [](const S& j) { return Json(j.model.fp8_recipe); }},
+      {"model.fp8_param", [](const S& j) { return Json(j.model.fp8_param); }},
+      {"model.fp8_param_gather", [](const S& j) { return Json(j.model.fp8_param_gather); }},
+      {"model.fp4", [](const S& j) { return Json(j.model.fp4); }},
+      {"model.fp4_param", [](const S& j) { return Json(j.model.fp4_param); }},
       {"model.first_last_layers_bf16",
-       [](const Job& j) { return Json(j.model.first_last_layers_bf16); }},
+       [](const S& j) { return Json(j.model.first_last_layers_bf16); }},
       {"model.num_layers_at_start_in_bf16",
-       [](const Job& j) { return Json(j.model.num_layers_at_start_in_bf16); }},
+       [](const S& j) { return Json(j.model.num_layers_at_start_in_bf16); }},
       {"model.num_layers_at_end_in_bf16",
-       [](const Job& j) { return Json(j.model.num_layers_at_end_in_bf16); }},
-      {"optimizer.bf16", [](const Job& j) { return Json(j.optimizer.bf16); }},
-      {"optimizer.fp16", [](const Job& j) { return Json(j.optimizer.fp16); }},
-      {"ddp.grad_reduce_in_fp32", [](const Job& j) { return Json(j.ddp.grad_reduce_in_fp32); }},
+       [](const S& j) { return Json(j.model.num_layers_at_end_in_bf16); }},
+      {"optimizer.bf16", [](const S& j) { return Json(j.optimizer.bf16); }},
+      {"optimizer.fp16", [](const S& j) { return Json(j.optimizer.fp16); }},
+      {"ddp.grad_reduce_in_fp32", [](const S& j) { return Json(j.ddp.grad_reduce_in_fp32); }},
       {"ddp.reuse_grad_buf_for_mxfp8_param_ag",
-       [](const Job& j) { return Json(j.ddp.reuse_grad_buf_for_mxfp8_param_ag); }},
+       [](const S& j) { return Json(j.ddp.reuse_grad_buf_for_mxfp8_param_ag); }},
   };
   return kTargets;
 }
 
-// MixedPrecisionConfig.finalize() then setup(): every field with the same name on the
-// model, optimizer and DDP configs is overwritten.
-void Setup(MixedPrecision mp, Job& job) {
-  if (!mp.fp8_param) mp.fp8_param = mp.fp8_param_gather;
-  if (!mp.fp4_param) mp.fp4_param = mp.fp4_param_gather;
-  ModelConfig& m = job.model;
-  m.bf16 = mp.bf16;
-  m.fp16 = mp.fp16;
-  m.params_dtype = mp.params_dtype.value_or(Dtype::kFp32);
-  m.pipeline_dtype = mp.pipeline_dtype.value_or(m.params_dtype);
-  m.fp8 = mp.fp8;
-  m.fp8_recipe = mp.fp8_recipe;
-  m.fp8_param = *mp.fp8_param;
-  m.fp8_param_gather = mp.fp8_param_gather;
-  m.fp4 = mp.fp4;
-  m.fp4_param = *mp.fp4_param;
-  m.first_last_layers_bf16 = mp.first_last_layers_bf16;
-  m.num_layers_at_start_in_bf16 = mp.num_layers_at_start_in_bf16;
-  m.num_layers_at_end_in_bf16 = mp.num_layers_at_end_in_bf16;
-  job.optimizer.bf16 = mp.bf16;
-  job.optimizer.fp16 = mp.fp16;
-  job.ddp.grad_reduce_in_fp32 = mp.grad_reduce_in_fp32;
-  job.ddp.reuse_grad_buf_for_mxfp8_param_ag = mp.reuse_grad_buf_for_mxfp8_param_ag;
-}
-
-void SetupWithNotes(const MixedPrecision& mp, const std::string& label, ParseContext& ctx) {
+// What setup() will change in the document's precision fields: one warning for each field the
+// document set to another value. The fields it writes no longer count as defaulted.
+void NoteSetup(const MixedPrecision& mp, const std::string& label, ParseContext& ctx) {
+  const JobSpec& spec = ctx.spec;
+  PrecisionState state{spec.model, spec.model.pipeline_dtype.value_or(Dtype::kFp32), spec.optimizer,
+                       spec.ddp};
   std::vector<Json> before;
-  for (const Target& t : Targets()) before.push_back(t.get(ctx.doc.job));
-  Setup(mp, ctx.doc.job);
+  for (const Target& t : Targets()) before.push_back(t.get(state));
+  SetupPrecision(mp, state.model, state.pipeline_dtype, state.optimizer, state.ddp);
   for (std::size_t i = 0; i < Targets().size(); ++i) {
     const Target& t = Targets()[i];
     ctx.doc.defaulted_fields.erase(t.path);
-    const Json after = t.get(ctx.doc.job);
+    const Json after = t.get(state);
     if (ctx.Has(t.path) && after != before[i]) {
       ctx.Warn(label + " sets " + t.path + " = " + JsonText(after) + " over the document's " +
                JsonText(before[i]) + " (Bridge MixedPrecisionConfig.setup overrides it)");
@@ -358,27 +332,60 @@ void SetupWithNotes(const MixedPrecision& mp, const std::string& label, ParseCon
 
 }  // namespace
 
+// MixedPrecisionConfig.finalize() then setup(): every field with the same name on the
+// model, optimizer and DDP configs is overwritten.
+void SetupPrecision(MixedPrecisionConfig mp, ModelBase& m, Dtype& pipeline_dtype,
+                    OptimizerConfig& optimizer, DdpConfig& ddp) {
+  if (!mp.fp8_param) mp.fp8_param = mp.fp8_param_gather;
+  if (!mp.fp4_param) mp.fp4_param = mp.fp4_param_gather;
+  m.bf16 = mp.bf16;
+  m.fp16 = mp.fp16;
+  m.params_dtype = mp.params_dtype.value_or(Dtype::kFp32);
+  pipeline_dtype = mp.pipeline_dtype.value_or(m.params_dtype);
+  m.fp8 = mp.fp8;
+  m.fp8_recipe = mp.fp8_recipe;
+  m.fp8_param = *mp.fp8_param;
+  m.fp8_param_gather = mp.fp8_param_gather;
+  m.fp4 = mp.fp4;
+  m.fp4_param = *mp.fp4_param;
+  m.first_last_layers_bf16 = mp.first_last_layers_bf16;
+  m.num_layers_at_start_in_bf16 = mp.num_layers_at_start_in_bf16;
+  m.num_layers_at_end_in_bf16 = mp.num_layers_at_end_in_bf16;
+  optimizer.bf16 = mp.bf16;
+  optimizer.fp16 = mp.fp16;
+  ddp.grad_reduce_in_fp32 = mp.grad_reduce_in_fp32;
+  ddp.reuse_grad_buf_for_mxfp8_param_ag = mp.reuse_grad_buf_for_mxfp8_param_ag;
+}
+
 Status ApplyMixedPrecision(const YAML::Node& node, ParseContext& ctx) {
-  Job& job = ctx.doc.job;
+  std::optional<MixedPrecisionSpec>& spec = ctx.spec.mixed_precision;
   if (!node || node.IsNull()) {
-    job.mixed_precision.clear();
+    spec.reset();
     ctx.doc.defaulted_fields["mixed_precision"] = "Bridge ConfigContainer: no preset";
     return OkStatus();
   }
   if (node.IsMap()) {
     MEMTUNE_TRY(const MixedPrecision mp, ReadMapping(node, ctx));
-    job.mixed_precision = "custom";
-    SetupWithNotes(mp, "mixed_precision", ctx);
+    spec = MixedPrecisionSpec{"custom", mp};
+    NoteSetup(mp, "mixed_precision", ctx);
     return OkStatus();
   }
   MEMTUNE_TRY(const MixedPrecision mp, LookupPreset(node, "mixed_precision"));
-  job.mixed_precision = ScalarText(node);
-  std::replace(job.mixed_precision.begin(), job.mixed_precision.end(), '-', '_');
-  SetupWithNotes(mp, "mixed_precision '" + job.mixed_precision + "'", ctx);
+  std::string name = ScalarText(node);
+  std::replace(name.begin(), name.end(), '-', '_');
+  spec = MixedPrecisionSpec{name, mp};
+  NoteSetup(mp, "mixed_precision '" + name + "'", ctx);
   return OkStatus();
 }
 
 }  // namespace internal
+
+Result<MixedPrecisionSpec> MixedPrecisionPreset(std::string_view name) {
+  std::string key(name);
+  std::replace(key.begin(), key.end(), '-', '_');
+  MEMTUNE_TRY(MixedPrecisionConfig config, internal::FindPreset(key, "mixed_precision"));
+  return MixedPrecisionSpec{key, std::move(config)};
+}
 
 std::vector<std::string> MixedPrecisionPresetNames() {
   std::vector<std::string> names;

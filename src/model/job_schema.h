@@ -1,7 +1,7 @@
 // The job document's field tables: for each section, the fields memtune uses, how each is
-// read from YAML into a Job, written back (for `memtune job`), and which defaults change
-// memory. One table serves the parser, the emitter and the did-you-mean lists.
-// Private to src/model.
+// read from YAML into a JobSpec (the declared job), written back from the effective Job (for
+// `memtune job`), and which defaults change memory. One table serves the parser, the emitter and
+// the did-you-mean lists. Private to src/model.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -17,6 +17,7 @@
 
 #include "memtune/core/result.h"
 #include "memtune/model/job.h"
+#include "memtune/model/job_spec.h"
 #include "model/job_values.h"
 
 namespace memtune::model::internal {
@@ -25,7 +26,8 @@ using Json = nlohmann::ordered_json;
 
 struct SectionSpec;
 
-using ReadFn = std::function<Status(const YAML::Node& node, const std::string& path, Job& job)>;
+using ReadFn =
+    std::function<Status(const YAML::Node& node, const std::string& path, JobSpec& spec)>;
 using WriteFn = std::function<Json(const Job& job)>;
 
 // One field of a section.
@@ -34,7 +36,7 @@ struct FieldSpec {
       : name(std::move(field_name)), read(std::move(read_fn)), write(std::move(write_fn)) {}
 
   std::string name;
-  // Reads a present node (non-null, or null when null_is_value) into the job.
+  // Reads a present node (non-null, or null when null_is_value) into the spec.
   ReadFn read;
   // The effective value, for output. Empty for aliases and read-only spellings.
   WriteFn write;
@@ -80,17 +82,28 @@ const SectionSpec& MemtuneTable();
 const SectionSpec& Fsdp2Table();  // memtune.fsdp2
 const SectionSpec& PeftTable();
 
-// Field builders over one config struct S, reached from a Job by `get` / `cget`.
+// Largest values the document accepts (shared with ResolveJob's range checks).
+constexpr std::int64_t kMaxLayers = 100'000;
+constexpr std::int64_t kMaxParallel = 100'000;     // any one parallel size
+constexpr std::int64_t kMaxBatch = 1'000'000'000;  // sequences
+constexpr std::int64_t kMaxWorld = 1'000'000;      // GPUs
+constexpr std::int64_t kMaxDim = 10'000'000;       // hidden/ffn/head sizes, elements
+constexpr std::int64_t kMaxHeads = 100'000;
+constexpr std::int64_t kMaxVocab = 100'000'000;      // tokens
+constexpr std::int64_t kMaxSeqTokens = 100'000'000;  // tokens
+
+// Field builders over one config struct S that the spec and the job share (ModelBase,
+// OptimizerConfig, ...), reached from a JobSpec by `get` (reads) and a Job by `cget` (writes).
 template <typename S>
 struct Binder {
-  S& (*get)(Job&);
+  S& (*get)(JobSpec&);
   const S& (*cget)(const Job&);
 
   FieldSpec Int(const char* name, std::int64_t S::*member, std::int64_t lo, std::int64_t hi) const {
     auto g = get;
     auto c = cget;
     return {name,
-            [g, member, lo, hi](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+            [g, member, lo, hi](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
               MEMTUNE_TRY(g(j).*member, ToInt(n, p, lo, hi));
               return OkStatus();
             },
@@ -100,7 +113,7 @@ struct Binder {
     auto g = get;
     auto c = cget;
     return {name,
-            [g, member, lo, hi](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+            [g, member, lo, hi](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
               MEMTUNE_TRY(const std::int64_t v, ToInt(n, p, lo, hi));
               g(j).*member = static_cast<int>(v);
               return OkStatus();
@@ -112,20 +125,21 @@ struct Binder {
                    std::int64_t hi) const {
     auto g = get;
     auto c = cget;
-    FieldSpec f{name,
-                [g, member, lo, hi](const YAML::Node& n, const std::string& p, Job& j) -> Status {
-                  if (n.IsNull()) {
-                    (g(j).*member).reset();
-                    return OkStatus();
-                  }
-                  MEMTUNE_TRY(const std::int64_t v, ToInt(n, p, lo, hi));
-                  g(j).*member = static_cast<T>(v);
-                  return OkStatus();
-                },
-                [c, member](const Job& j) {
-                  const auto& v = c(j).*member;
-                  return v ? Json(*v) : Json(nullptr);
-                }};
+    FieldSpec f{
+        name,
+        [g, member, lo, hi](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+          if (n.IsNull()) {
+            (g(j).*member).reset();
+            return OkStatus();
+          }
+          MEMTUNE_TRY(const std::int64_t v, ToInt(n, p, lo, hi));
+          g(j).*member = static_cast<T>(v);
+          return OkStatus();
+        },
+        [c, member](const Job& j) {
+          const auto& v = c(j).*member;
+          return v ? Json(*v) : Json(nullptr);
+        }};
     f.null_is_value = true;
     return f;
   }
@@ -133,7 +147,7 @@ struct Binder {
     auto g = get;
     auto c = cget;
     return {name,
-            [g, member](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+            [g, member](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
               MEMTUNE_TRY(g(j).*member, ToBool(n, p));
               return OkStatus();
             },
@@ -143,7 +157,7 @@ struct Binder {
     auto g = get;
     auto c = cget;
     return {name,
-            [g, member, lo, hi](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+            [g, member, lo, hi](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
               MEMTUNE_TRY(g(j).*member, ToDouble(n, p, lo, hi));
               return OkStatus();
             },
@@ -153,19 +167,20 @@ struct Binder {
                       double hi) const {
     auto g = get;
     auto c = cget;
-    FieldSpec f{name,
-                [g, member, lo, hi](const YAML::Node& n, const std::string& p, Job& j) -> Status {
-                  if (n.IsNull()) {
-                    (g(j).*member).reset();
-                    return OkStatus();
-                  }
-                  MEMTUNE_TRY(g(j).*member, ToDouble(n, p, lo, hi));
-                  return OkStatus();
-                },
-                [c, member](const Job& j) {
-                  const auto& v = c(j).*member;
-                  return v ? Json(*v) : Json(nullptr);
-                }};
+    FieldSpec f{
+        name,
+        [g, member, lo, hi](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+          if (n.IsNull()) {
+            (g(j).*member).reset();
+            return OkStatus();
+          }
+          MEMTUNE_TRY(g(j).*member, ToDouble(n, p, lo, hi));
+          return OkStatus();
+        },
+        [c, member](const Job& j) {
+          const auto& v = c(j).*member;
+          return v ? Json(*v) : Json(nullptr);
+        }};
     f.null_is_value = true;
     return f;
   }
@@ -174,7 +189,7 @@ struct Binder {
     auto g = get;
     auto c = cget;
     return {name,
-            [g, member](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+            [g, member](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
               MEMTUNE_TRY(g(j).*member, ToName(n, p));
               return OkStatus();
             },
@@ -188,20 +203,20 @@ struct Binder {
                  std::vector<EnumAlias> aliases = {}, bool null_is_none = false) const {
     auto g = get;
     auto c = cget;
-    FieldSpec f{
-        name,
-        [g, member, allowed, aliases](const YAML::Node& n, const std::string& p, Job& j) -> Status {
-          if (n.IsNull()) {
-            (g(j).*member).clear();
-            return OkStatus();
-          }
-          MEMTUNE_TRY(g(j).*member, ToEnum(n, p, allowed, aliases));
-          return OkStatus();
-        },
-        [c, member, null_is_none](const Job& j) {
-          const std::string& v = c(j).*member;
-          return v.empty() && null_is_none ? Json(nullptr) : Json(v);
-        }};
+    FieldSpec f{name,
+                [g, member, allowed, aliases](const YAML::Node& n, const std::string& p,
+                                              JobSpec& j) -> Status {
+                  if (n.IsNull()) {
+                    (g(j).*member).clear();
+                    return OkStatus();
+                  }
+                  MEMTUNE_TRY(g(j).*member, ToEnum(n, p, allowed, aliases));
+                  return OkStatus();
+                },
+                [c, member, null_is_none](const Job& j) {
+                  const std::string& v = c(j).*member;
+                  return v.empty() && null_is_none ? Json(nullptr) : Json(v);
+                }};
     f.null_is_value = null_is_none;
     return f;
   }
@@ -216,7 +231,7 @@ struct Binder {
     for (const auto& entry : names) allowed.push_back(entry.first);
     FieldSpec f{name,
                 [g, member, names, allowed, null_value](const YAML::Node& n, const std::string& p,
-                                                        Job& j) -> Status {
+                                                        JobSpec& j) -> Status {
                   if (n.IsNull()) {
                     g(j).*member = *null_value;
                     return OkStatus();
@@ -237,11 +252,18 @@ struct Binder {
     f.null_is_value = null_value.has_value();
     return f;
   }
+  // A closed-set enum spelled by its name table (EnumNames in memtune/model/job.h).
+  template <typename E>
+  FieldSpec Named(const char* name, E S::*member) const {
+    std::vector<std::pair<std::string, E>> names;
+    for (const EnumName<E>& entry : EnumNames(E{})) names.emplace_back(entry.name, entry.value);
+    return Choice(name, member, std::move(names));
+  }
   FieldSpec DtypeField(const char* name, Dtype S::*member, std::vector<Dtype> allowed) const {
     auto g = get;
     auto c = cget;
     return {name,
-            [g, member, allowed](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+            [g, member, allowed](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
               MEMTUNE_TRY(g(j).*member, ToDtype(n, p, allowed));
               return OkStatus();
             },
@@ -252,11 +274,69 @@ struct Binder {
     auto g = get;
     auto c = cget;
     return {name,
-            [g, member, allowed](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+            [g, member, allowed](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
               MEMTUNE_TRY(g(j).*member, ToNameList(n, p, allowed));
               return OkStatus();
             },
             [c, member](const Job& j) { return Json(c(j).*member); }};
+  }
+};
+
+// Builders for the derived fields: read into the spec's optional (Spec, e.g. ModelSpec),
+// written from the job's resolved value (Eff, e.g. ModelConfig).
+template <typename Spec, typename Eff>
+struct DerivedBinder {
+  Spec& (*get)(JobSpec&);
+  const Eff& (*cget)(const Job&);
+
+  template <typename T>
+  FieldSpec Int(const char* name, std::optional<T> Spec::*declared, T Eff::*effective,
+                std::int64_t lo, std::int64_t hi) const {
+    auto g = get;
+    auto c = cget;
+    return {name,
+            [g, declared, lo, hi](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+              MEMTUNE_TRY(const std::int64_t v, ToInt(n, p, lo, hi));
+              g(j).*declared = static_cast<T>(v);
+              return OkStatus();
+            },
+            [c, effective](const Job& j) { return Json(c(j).*effective); }};
+  }
+  // An Optional[int] field whose absence means "derive": null is an explicit None.
+  FieldSpec OptInt(const char* name, std::optional<std::optional<std::int64_t>> Spec::*declared,
+                   std::optional<std::int64_t> Eff::*effective, std::int64_t lo,
+                   std::int64_t hi) const {
+    auto g = get;
+    auto c = cget;
+    FieldSpec f{
+        name,
+        [g, declared, lo, hi](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+          if (n.IsNull()) {
+            g(j).*declared = std::optional<std::int64_t>();
+            return OkStatus();
+          }
+          MEMTUNE_TRY(const std::int64_t v, ToInt(n, p, lo, hi));
+          g(j).*declared = std::optional<std::int64_t>(v);
+          return OkStatus();
+        },
+        [c, effective](const Job& j) {
+          const auto& v = c(j).*effective;
+          return v ? Json(*v) : Json(nullptr);
+        }};
+    f.null_is_value = true;
+    return f;
+  }
+  FieldSpec DtypeField(const char* name, std::optional<Dtype> Spec::*declared,
+                       Dtype Eff::*effective, std::vector<Dtype> allowed) const {
+    auto g = get;
+    auto c = cget;
+    return {
+        name,
+        [g, declared, allowed](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+          MEMTUNE_TRY(g(j).*declared, ToDtype(n, p, allowed));
+          return OkStatus();
+        },
+        [c, effective](const Job& j) { return Json(DtypeName(c(j).*effective)); }};
   }
 };
 

@@ -8,12 +8,6 @@
 namespace memtune::model::internal {
 namespace {
 
-constexpr std::int64_t kMaxDim = 10'000'000;  // hidden/ffn/head sizes, elements
-constexpr std::int64_t kMaxLayers = 100'000;
-constexpr std::int64_t kMaxHeads = 100'000;
-constexpr std::int64_t kMaxVocab = 100'000'000;      // tokens
-constexpr std::int64_t kMaxSeqTokens = 100'000'000;  // tokens
-constexpr std::int64_t kMaxParallel = 100'000;       // any one parallel size
 constexpr std::int64_t kMaxExperts = 100'000;
 
 bool IsMoe(const Job& j) { return j.model.num_moe_experts.has_value(); }
@@ -24,7 +18,7 @@ bool Selective(const Job& j) {
   return j.model.recompute_granularity == RecomputeGranularity::kSelective;
 }
 bool LearnedPositions(const Job& j) {
-  return j.model.position_embedding_type == "learned_absolute";
+  return j.model.position_embedding_type == PositionEmbedding::kLearnedAbsolute;
 }
 bool FusableActivation(const Job& j) {  // where unfused activations keep more (gated, MoE)
   return j.model.gated_linear_unit || IsMoe(j);
@@ -39,8 +33,11 @@ bool NoPrecisionPreset(const Job& j) {
   return j.mixed_precision.empty() && j.memtune.framework == Framework::kMegatron;
 }
 
-const Binder<ModelConfig> kModel{[](Job& j) -> ModelConfig& { return j.model; },
-                                 [](const Job& j) -> const ModelConfig& { return j.model; }};
+const Binder<ModelBase> kModel{[](JobSpec& j) -> ModelBase& { return j.model; },
+                               [](const Job& j) -> const ModelBase& { return j.model; }};
+const DerivedBinder<ModelSpec, ModelConfig> kDerived{
+    [](JobSpec& j) -> ModelSpec& { return j.model; },
+    [](const Job& j) -> const ModelConfig& { return j.model; }};
 
 // Activation functions by the last component of the Python name Bridge dumps
 // ({_target_: torch.nn.functional.silu, _call_: false}) or a plain name.
@@ -49,7 +46,7 @@ const std::vector<std::string> kActivations = {
 
 FieldSpec ActivationField() {
   return {"activation_func",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             MEMTUNE_TRY(std::string name, ToName(n, p));
             if (const auto dot = name.rfind('.'); dot != std::string::npos) name.erase(0, dot + 1);
             if (name.empty()) return WrongType(n, p, "a function name", JoinNames(kActivations));
@@ -63,7 +60,7 @@ FieldSpec ActivationField() {
 // (MCore TransformerConfig.moe_layer_freq: Union[int, List[int]]).
 FieldSpec MoeLayerFreqField() {
   return {"moe_layer_freq",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             if (n.IsScalar()) {
               MEMTUNE_TRY(const std::int64_t k, ToInt(n, p, 1, kMaxLayers));
               j.model.moe_layer_freq = {static_cast<int>(k)};
@@ -94,7 +91,7 @@ FieldSpec MoeLayerFreqField() {
 // PipelineParallelLayerLayout dumps as; kept as text.
 FieldSpec LayoutField() {
   FieldSpec f{"pipeline_model_parallel_layout",
-              [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+              [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
                 if (n.IsNull()) {
                   j.model.pipeline_model_parallel_layout.clear();
                 } else if (n.IsScalar()) {
@@ -127,7 +124,7 @@ FieldSpec CudaGraphScopeField() {
                                                    "full_iteration",
                                                    "full_iteration_inference"};
   return {"cuda_graph_scope",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             std::vector<std::string> scopes;
             if (n.IsSequence()) {
               MEMTUNE_TRY(scopes, ToNameList(n, p, kScopes));
@@ -149,12 +146,15 @@ std::vector<FieldSpec> ArchitectureFields() {
       m.Text("hf_config", &ModelConfig::hf_config),
       m.Int("num_layers", &ModelConfig::num_layers, 1, kMaxLayers),
       m.Int("hidden_size", &ModelConfig::hidden_size, 1, kMaxDim),
-      Memory(m.Int("ffn_hidden_size", &ModelConfig::ffn_hidden_size, 1, kMaxDim),
+      Memory(kDerived.Int("ffn_hidden_size", &ModelSpec::ffn_hidden_size,
+                          &ModelConfig::ffn_hidden_size, 1, kMaxDim),
              "4 * hidden_size"),
       m.Int("num_attention_heads", &ModelConfig::num_attention_heads, 1, kMaxHeads),
-      Memory(m.Int("num_query_groups", &ModelConfig::num_query_groups, 1, kMaxHeads),
+      Memory(kDerived.Int("num_query_groups", &ModelSpec::num_query_groups,
+                          &ModelConfig::num_query_groups, 1, kMaxHeads),
              "num_attention_heads"),
-      Memory(m.Int("kv_channels", &ModelConfig::kv_channels, 1, kMaxDim),
+      Memory(kDerived.Int("kv_channels", &ModelSpec::kv_channels, &ModelConfig::kv_channels, 1,
+                          kMaxDim),
              "hidden_size / num_attention_heads"),
       m.Int("vocab_size", &ModelConfig::vocab_size, 1, kMaxVocab),
       Memory(m.Int("make_vocab_size_divisible_by", &ModelConfig::make_vocab_size_divisible_by, 1,
@@ -183,13 +183,12 @@ std::vector<FieldSpec> ArchitectureFields() {
              "MCore TransformerConfig"),
       Memory(m.Double("attention_dropout", &ModelConfig::attention_dropout, 0, 1),
              "MCore TransformerConfig"),
-      Memory(m.Enum("position_embedding_type", &ModelConfig::position_embedding_type,
-                    {"learned_absolute", "rope", "yarn", "mrope", "none"}),
+      Memory(m.Named("position_embedding_type", &ModelConfig::position_embedding_type),
              "Bridge GPTModelProvider"),
-      Memory(
-          m.Int("max_position_embeddings", &ModelConfig::max_position_embeddings, 1, kMaxSeqTokens),
-          "seq_length", LearnedPositions),
-      m.Enum("softmax_type", &ModelConfig::softmax_type, {"vanilla", "off_by_one", "learnable"}),
+      Memory(kDerived.Int("max_position_embeddings", &ModelSpec::max_position_embeddings,
+                          &ModelConfig::max_position_embeddings, 1, kMaxSeqTokens),
+             "seq_length", LearnedPositions),
+      m.Named("softmax_type", &ModelConfig::softmax_type),
   };
 }
 
@@ -207,14 +206,14 @@ std::vector<FieldSpec> MoeFields() {
       m.Bool("moe_shared_expert_overlap", &ModelConfig::moe_shared_expert_overlap),
       Memory(MoeLayerFreqField(), "MCore TransformerConfig", IsMoe),
       m.Bool("moe_grouped_gemm", &ModelConfig::moe_grouped_gemm),
-      Memory(m.Enum("moe_token_dispatcher_type", &ModelConfig::moe_token_dispatcher_type,
-                    {"allgather", "alltoall", "flex"}),
+      Memory(m.Named("moe_token_dispatcher_type", &ModelConfig::moe_token_dispatcher_type),
              "MCore TransformerConfig", IsMoe),
       m.OptInt("moe_latent_size", &ModelConfig::moe_latent_size, 1, kMaxDim),
       m.Bool("moe_router_enable_expert_bias", &ModelConfig::moe_router_enable_expert_bias),
       m.OptDouble("moe_expert_capacity_factor", &ModelConfig::moe_expert_capacity_factor, 0, 1e6),
       m.Bool("multi_latent_attention", &ModelConfig::multi_latent_attention),
-      Memory(m.OptInt("q_lora_rank", &ModelConfig::q_lora_rank, 1, kMaxDim),
+      Memory(kDerived.OptInt("q_lora_rank", &ModelSpec::q_lora_rank, &ModelConfig::q_lora_rank, 1,
+                             kMaxDim),
              "MCore MLATransformerConfig", IsMla),
       Memory(m.Int("kv_lora_rank", &ModelConfig::kv_lora_rank, 1, kMaxDim),
              "MCore MLATransformerConfig", IsMla),
@@ -301,8 +300,7 @@ std::vector<FieldSpec> LeverFields() {
       Alias("cuda_graph_modules", CudaGraphScopeField()),
       Memory(m.Bool("cross_entropy_loss_fusion", &ModelConfig::cross_entropy_loss_fusion),
              "Bridge GPTModelProvider"),
-      m.Enum("cross_entropy_fusion_impl", &ModelConfig::cross_entropy_fusion_impl,
-             {"native", "te"}),
+      m.Named("cross_entropy_fusion_impl", &ModelConfig::cross_entropy_fusion_impl),
       // (Not "defaults assumed": the estimate's assumptions line names the attention used.)
       m.Enum("attention_backend", &ModelConfig::attention_backend,
              {"auto", "flash", "fused", "unfused", "local"}),
@@ -322,7 +320,8 @@ std::vector<FieldSpec> PrecisionFields() {
       m.Bool("fp16", &ModelConfig::fp16),
       Memory(m.DtypeField("params_dtype", &ModelConfig::params_dtype, kFloat),
              "MCore ModelParallelConfig; no mixed_precision preset", NoPrecisionPreset),
-      m.DtypeField("pipeline_dtype", &ModelConfig::pipeline_dtype, kFloat),
+      kDerived.DtypeField("pipeline_dtype", &ModelSpec::pipeline_dtype,
+                          &ModelConfig::pipeline_dtype, kFloat),
       m.Enum("fp8", &ModelConfig::fp8, {"hybrid", "e4m3"}, {}, true),
       m.Enum("fp8_recipe", &ModelConfig::fp8_recipe,
              {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"}, {}, true),

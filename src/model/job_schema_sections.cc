@@ -10,10 +10,6 @@
 namespace memtune::model::internal {
 namespace {
 
-constexpr std::int64_t kMaxBatch = 1'000'000'000;  // sequences
-constexpr std::int64_t kMaxWorld = 1'000'000;      // GPUs
-constexpr std::int64_t kMaxParallel = 100'000;
-constexpr std::int64_t kMaxDim = 10'000'000;
 constexpr std::int64_t kMaxBucketElements = 1'000'000'000'000;
 
 bool CpuOffload(const Job& j) { return j.optimizer.optimizer_cpu_offload; }
@@ -22,16 +18,20 @@ bool IsMegatron(const Job& j) { return j.memtune.framework == Framework::kMegatr
 bool IsCompiledFsdp2(const Job& j) { return IsFsdp2(j) && j.memtune.fsdp2.compile; }
 
 template <typename S>
-Binder<S> Bind(S& (*get)(Job&), const S& (*cget)(const Job&)) {
+Binder<S> Bind(S& (*get)(JobSpec&), const S& (*cget)(const Job&)) {
   return Binder<S>{get, cget};
 }
 
 SectionSpec BuildTrain() {
-  const auto t = Bind<TrainConfig>([](Job& j) -> TrainConfig& { return j.train; },
-                                   [](const Job& j) -> const TrainConfig& { return j.train; });
+  const auto t = Bind<TrainBase>([](JobSpec& j) -> TrainBase& { return j.train; },
+                                 [](const Job& j) -> const TrainBase& { return j.train; });
+  const DerivedBinder<TrainSpec, TrainConfig> derived{
+      [](JobSpec& j) -> TrainSpec& { return j.train; },
+      [](const Job& j) -> const TrainConfig& { return j.train; }};
   return {"train",
           {Memory(t.Int("micro_batch_size", &TrainConfig::micro_batch_size, 1, kMaxBatch), "1"),
-           Memory(t.Int("global_batch_size", &TrainConfig::global_batch_size, 1, kMaxBatch),
+           Memory(derived.Int("global_batch_size", &TrainSpec::global_batch_size,
+                              &TrainConfig::global_batch_size, 1, kMaxBatch),
                   "micro_batch_size * data-parallel size")},
           false,
           {"eval_global_batch_size", "eval_micro_batch_size"}};
@@ -40,7 +40,7 @@ SectionSpec BuildTrain() {
 // optimizer.overlap_param_gather: Bridge syncs it with ddp's (either on -> both on).
 FieldSpec OptimizerOverlapParamGather() {
   return {"overlap_param_gather",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             MEMTUNE_TRY(const bool on, ToBool(n, p));
             if (on) j.ddp.overlap_param_gather = true;
             return OkStatus();
@@ -50,7 +50,7 @@ FieldSpec OptimizerOverlapParamGather() {
 
 SectionSpec BuildOptimizer() {
   const auto o =
-      Bind<OptimizerConfig>([](Job& j) -> OptimizerConfig& { return j.optimizer; },
+      Bind<OptimizerConfig>([](JobSpec& j) -> OptimizerConfig& { return j.optimizer; },
                             [](const Job& j) -> const OptimizerConfig& { return j.optimizer; });
   const std::vector<Dtype> kMoment = {Dtype::kFp32, Dtype::kFp16, Dtype::kBf16, Dtype::kFp8};
   return {"optimizer",
@@ -76,7 +76,7 @@ SectionSpec BuildOptimizer() {
 // ddp.fp8_param_gather: MCore keeps it on the DDP config; the Job keeps it beside fp8_param.
 FieldSpec DdpFp8ParamGather() {
   return {"fp8_param_gather",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             MEMTUNE_TRY(j.model.fp8_param_gather, ToBool(n, p));
             return OkStatus();
           },
@@ -84,7 +84,7 @@ FieldSpec DdpFp8ParamGather() {
 }
 
 SectionSpec BuildDdp() {
-  const auto d = Bind<DdpConfig>([](Job& j) -> DdpConfig& { return j.ddp; },
+  const auto d = Bind<DdpConfig>([](JobSpec& j) -> DdpConfig& { return j.ddp; },
                                  [](const Job& j) -> const DdpConfig& { return j.ddp; });
   const FieldSpec fsdp = d.Bool("use_megatron_fsdp", &DdpConfig::use_megatron_fsdp);
   return {
@@ -112,7 +112,7 @@ SectionSpec BuildDdp() {
 // (job_parse.cc); the Job keeps only the model's.
 SectionSpec BuildDataset() {
   FieldSpec seq{"seq_length",
-                [](const YAML::Node& n, const std::string& p, Job&) -> Status {
+                [](const YAML::Node& n, const std::string& p, JobSpec&) -> Status {
                   MEMTUNE_RETURN_IF_ERROR(ToInt(n, p, 1, 100'000'000));
                   return OkStatus();
                 },
@@ -124,7 +124,7 @@ SectionSpec BuildDataset() {
 // (megatron.bridge.peft.lora.LoRA, megatron.bridge.peft.dora.DoRA, ...VLMLoRA).
 FieldSpec PeftTargetField() {
   return {"_target_",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             MEMTUNE_TRY(std::string name, ToName(n, p));
             std::string last =
                 name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
@@ -146,7 +146,7 @@ FieldSpec PeftTargetField() {
 }
 
 SectionSpec BuildPeft() {
-  const auto p = Bind<PeftConfig>([](Job& j) -> PeftConfig& { return *j.peft; },
+  const auto p = Bind<PeftConfig>([](JobSpec& j) -> PeftConfig& { return *j.peft; },
                                   [](const Job& j) -> const PeftConfig& { return *j.peft; });
   return {
       "peft",
@@ -161,7 +161,7 @@ SectionSpec BuildPeft() {
 // memtune.gpu_memory_bytes: an integer or a size with a unit ("80GiB").
 FieldSpec GpuMemoryField() {
   FieldSpec f{"gpu_memory_bytes",
-              [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+              [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
                 if (n.IsNull()) {
                   j.memtune.gpu_memory_bytes.reset();
                   return OkStatus();
@@ -193,7 +193,7 @@ FieldSpec GpuMemoryField() {
 // memtune.gpu: a GPU catalog name or alias (model/gpu_catalog.h), kept as the catalog name.
 FieldSpec GpuField() {
   return {"gpu",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             MEMTUNE_TRY(const std::string name, ToName(n, p));
             auto gpu = FindGpu(name);
             if (!gpu) return Error{gpu.error().code, p, gpu.error().message, gpu.error().hint};
@@ -206,7 +206,7 @@ FieldSpec GpuField() {
 // memtune.env: launch environment variables, name -> value (scalars kept as text).
 FieldSpec EnvField() {
   return {"env",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             if (!n.IsMap()) return WrongType(n, p, "a mapping", "NAME: value pairs");
             for (const auto& kv : n) {
               const std::string name = kv.first.Scalar();
@@ -223,7 +223,7 @@ FieldSpec EnvField() {
 // fsdp2.shard_degree: torchtitan's data_parallel_shard_degree; -1 (and 0) = derived.
 FieldSpec ShardDegreeField() {
   return {"shard_degree",
-          [](const YAML::Node& n, const std::string& p, Job& j) -> Status {
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
             MEMTUNE_TRY(const std::int64_t v, ToInt(n, p, -1, kMaxWorld));
             j.memtune.fsdp2.shard_degree = v < 0 ? 0 : static_cast<int>(v);
             return OkStatus();
@@ -233,7 +233,7 @@ FieldSpec ShardDegreeField() {
 
 SectionSpec BuildFsdp2() {
   const auto f =
-      Bind<Fsdp2Config>([](Job& j) -> Fsdp2Config& { return j.memtune.fsdp2; },
+      Bind<Fsdp2Config>([](JobSpec& j) -> Fsdp2Config& { return j.memtune.fsdp2; },
                         [](const Job& j) -> const Fsdp2Config& { return j.memtune.fsdp2; });
   return {"memtune.fsdp2",
           {Memory(ShardDegreeField(), "world / (tp * pp * cp)", IsFsdp2),
@@ -257,15 +257,18 @@ SectionSpec BuildFsdp2() {
 }
 
 SectionSpec BuildMemtune() {
-  const auto m =
-      Bind<MemtuneSection>([](Job& j) -> MemtuneSection& { return j.memtune; },
-                           [](const Job& j) -> const MemtuneSection& { return j.memtune; });
+  const auto m = Bind<MemtuneBase>([](JobSpec& j) -> MemtuneBase& { return j.memtune; },
+                                   [](const Job& j) -> const MemtuneBase& { return j.memtune; });
+  const DerivedBinder<MemtuneSpec, MemtuneSection> derived{
+      [](JobSpec& j) -> MemtuneSpec& { return j.memtune; },
+      [](const Job& j) -> const MemtuneSection& { return j.memtune; }};
   FieldSpec fsdp2{"fsdp2", nullptr, nullptr};
   fsdp2.subsection = &Fsdp2Table();
   return {"memtune",
           {m.Choice("framework", &MemtuneSection::framework,
                     {{"megatron", Framework::kMegatron}, {"fsdp2", Framework::kFsdp2}}),
-           Memory(m.Int("world_size", &MemtuneSection::world_size, 1, kMaxWorld),
+           Memory(derived.Int("world_size", &MemtuneSpec::world_size, &MemtuneSection::world_size,
+                              1, kMaxWorld),
                   "tensor * pipeline * context parallel sizes (data-parallel size 1)"),
            GpuField(), GpuMemoryField(),
            m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024), EnvField(), fsdp2},

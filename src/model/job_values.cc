@@ -62,6 +62,12 @@ std::string AllowedHint(std::string_view name, const std::vector<std::string>& a
   return suggestion.empty() ? list : suggestion + " " + list;
 }
 
+Error OutOfRange(const std::string& path, const std::string& value_text, std::int64_t lo,
+                 std::int64_t hi) {
+  return InvalidConfig(path, path + " = " + value_text + " is out of range",
+                       "allowed: " + RangeText(lo, hi));
+}
+
 Result<std::int64_t> ToInt(const YAML::Node& node, const std::string& path, std::int64_t lo,
                            std::int64_t hi) {
   const std::string allowed = "an integer from " + RangeText(lo, hi);
@@ -72,10 +78,7 @@ Result<std::int64_t> ToInt(const YAML::Node& node, const std::string& path, std:
   } catch (const YAML::Exception&) {
     return WrongType(node, path, "an integer", allowed);
   }
-  if (value < lo || value > hi) {
-    return InvalidConfig(path, path + " = " + node.Scalar() + " is out of range",
-                         "allowed: " + RangeText(lo, hi));
-  }
+  if (value < lo || value > hi) return OutOfRange(path, node.Scalar(), lo, hi);
   return value;
 }
 

@@ -24,6 +24,10 @@ std::string ScalarText(const YAML::Node& node);
 // True for a quoted scalar ("8192" or '8192'), which is a string, never a number.
 bool IsQuoted(const YAML::Node& node);
 
+// kInvalidConfig "<path> = <value_text> is out of range", hint "allowed: <lo> to <hi>".
+Error OutOfRange(const std::string& path, const std::string& value_text, std::int64_t lo,
+                 std::int64_t hi);
+
 // An integer in [lo, hi]. Errors: kInvalidInput "<path> = <v> is not an integer",
 // kInvalidConfig "<path> = <v> is out of range"; the hint gives the range.
 Result<std::int64_t> ToInt(const YAML::Node& node, const std::string& path, std::int64_t lo,

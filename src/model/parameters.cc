@@ -132,7 +132,7 @@ void AddAttentionOutput(ParamTensorSink& out, const ModelConfig& m) {
   if (m.add_bias_linear) {
     out.Add(Bias("self_attention.linear_proj.bias", m.hidden_size, TpSplit::kReplicated));
   }
-  if (m.softmax_type == "learnable") {
+  if (m.softmax_type == SoftmaxType::kLearnable) {
     out.Add(ParamTensor{"self_attention.core_attention.softmax_offset", a, 1, TpSplit::kColumn});
   }
 }
@@ -275,7 +275,7 @@ void AddEmbeddingParameters(const ModelConfig& model, std::int64_t vocab, ParamT
       Table("embedding.word_embeddings.weight", vocab, model.hidden_size, TpSplit::kVocab);
   word.placement = ParamPlacement::kEmbedding;
   out.Add(word);
-  if (model.position_embedding_type == "learned_absolute") {
+  if (model.position_embedding_type == PositionEmbedding::kLearnedAbsolute) {
     const std::int64_t positions =
         model.max_position_embeddings > 0 ? model.max_position_embeddings : model.seq_length;
     ParamTensor pos = Table("embedding.position_embeddings.weight", positions, model.hidden_size,

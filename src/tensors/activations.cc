@@ -288,8 +288,9 @@ ActContext MakeActContext(const model::Job& job) {
   c.mla_qk_width = m.qk_head_dim + m.qk_pos_emb_head_dim;
   c.mla_v_width = m.v_head_dim;
   c.hidden_dropout = m.hidden_dropout;
-  c.rope = m.position_embedding_type == "rope" || m.position_embedding_type == "yarn" ||
-           m.position_embedding_type == "mrope";
+  c.rope = m.position_embedding_type == model::PositionEmbedding::kRope ||
+           m.position_embedding_type == model::PositionEmbedding::kYarn ||
+           m.position_embedding_type == model::PositionEmbedding::kMrope;
   c.gqa = g < m.num_attention_heads;
   FillUnfusedAttention(job, c);
   c.fp8 = !m.fp8.empty();

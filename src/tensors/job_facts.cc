@@ -51,7 +51,7 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
   // (fusions/fused_cross_entropy.py, which calls the same helpers) save the fp32 softmax
   // (exp_logits) for backward. Only TE's loss (cross_entropy_fusion_impl: te,
   // TE cross_entropy.py) keeps the bf16 logits, overwritten in place with the gradient.
-  const bool te_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == "te";
+  const bool te_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyFusionImpl::kTe;
   const int kept_bytes = te_loss ? f.act.act_bytes : 4;
   f.logits_per_mb = kept_bytes * vocab_per_rank * tokens * logit_sets;
   // fusions/fused_cross_entropy.py runs its steps through jit_fuser (torch.compile, jit.py):
@@ -59,7 +59,7 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
   // backward) become a computed fp32 buffer copied back, so the native fused loss holds one
   // more fp32 logits-sized tensor next to the bf16 logits / their gradient. Measured on the
   // Megatron-LM CI runs with --cross-entropy-loss-fusion (docs/validation.md).
-  const bool compiled_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == "native";
+  const bool compiled_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyFusionImpl::kNative;
   f.logits_transient = (f.act.act_bytes + (compiled_loss ? 4 : 0)) * vocab_per_rank * tokens;
   // tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward
   // without gradient_accumulation_fusion: grad_weight = grad_output.t().matmul(total_input),

@@ -2,16 +2,19 @@
 //
 // The struct mirrors the job document of docs/job-format.md, which follows
 // Megatron-Bridge's ConfigContainer section and field names (model, train, optimizer,
-// ddp, mixed_precision, peft, dataset) plus memtune's own `memtune:` section. After
-// parsing (model/job_parse.h) it holds *effective* values: Bridge's rules have been
-// applied (distributed-optimizer sync, mixed-precision preset copied onto model,
-// optimizer and ddp) and every absent field holds its Megatron-Core/Bridge default.
+// ddp, mixed_precision, peft, dataset) plus memtune's own `memtune:` section. A Job holds
+// *effective* values: it is what ResolveJob (model/job_spec.h) makes of the job as declared
+// (JobSpec): Bridge's rules applied (distributed-optimizer sync, mixed-precision preset
+// copied onto model, optimizer and ddp), derived fields computed, and every absent field
+// at its Megatron-Core/Bridge default. The section types a Job and a JobSpec share are the
+// *Base structs and OptimizerConfig, DdpConfig, PeftConfig; see docs/job.md §6.
 // Field names are Bridge's, so the document path of a field is "<section>.<name>".
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,22 +30,55 @@ int DtypeBytes(Dtype dtype);
 const char* DtypeName(Dtype dtype);
 
 enum class Normalization { kLayerNorm, kRMSNorm };
+// Attention softmax (MCore TransformerConfig.softmax_type): "vanilla" | "off_by_one" |
+// "learnable". Learnable (GPT-OSS sinks) adds one parameter per attention head per layer.
+enum class SoftmaxType { kVanilla, kOffByOne, kLearnable };
+// Position embedding (Bridge GPTModelProvider.position_embedding_type): "learned_absolute" |
+// "rope" | "yarn" | "mrope" | "none". Only learned_absolute adds a parameter table.
+enum class PositionEmbedding { kLearnedAbsolute, kRope, kYarn, kMrope, kNone };
+// MoE token dispatcher (MCore moe_token_dispatcher_type): "allgather" | "alltoall" | "flex".
+enum class MoeTokenDispatcher { kAllgather, kAlltoall, kFlex };
+// Fused cross-entropy implementation (MCore cross_entropy_fusion_impl): "native" | "te".
+enum class CrossEntropyFusionImpl { kNative, kTe };
+
+// One document spelling of a closed-set enum value.
+template <typename E>
+struct EnumName {
+  const char* name;
+  E value;
+};
+
+// The name table of each closed-set enum, in the order error messages list them ("allowed:
+// vanilla, off_by_one, learnable"). The one table serves the parser, `memtune job` and the
+// checks' messages. The argument only selects the enum.
+std::span<const EnumName<SoftmaxType>> EnumNames(SoftmaxType);
+std::span<const EnumName<PositionEmbedding>> EnumNames(PositionEmbedding);
+std::span<const EnumName<MoeTokenDispatcher>> EnumNames(MoeTokenDispatcher);
+std::span<const EnumName<CrossEntropyFusionImpl>> EnumNames(CrossEntropyFusionImpl);
+
+// The document spelling of `value`, e.g. NameOf(MoeTokenDispatcher::kAlltoall) == "alltoall".
+template <typename E>
+const char* NameOf(E value) {
+  for (const EnumName<E>& entry : EnumNames(E{})) {
+    if (entry.value == value) return entry.name;
+  }
+  return "";
+}
 enum class RecomputeGranularity { kNone, kSelective, kFull };
 enum class RecomputeMethod { kNone, kUniform, kBlock };
 enum class Framework { kMegatron, kFsdp2 };
 
-// model: architecture, parallel layout, memory levers (Bridge GPTModelProvider fields).
-struct ModelConfig {
+// model: architecture, parallel layout, memory levers (Bridge GPTModelProvider fields):
+// the fields a JobSpec and a Job share. The fields whose default depends on other fields
+// are in ModelConfig (effective) and ModelSpec (declared, model/job_spec.h).
+struct ModelBase {
   std::string preset;   // memtune catalog entry the architecture came from, or ""
   std::string hf_config;  // path of a Hugging Face config.json it came from, or ""
 
   // Architecture.
   std::int64_t num_layers = 0;
   std::int64_t hidden_size = 0;
-  std::int64_t ffn_hidden_size = 0;        // default 4 * hidden_size
   std::int64_t num_attention_heads = 0;
-  std::int64_t num_query_groups = 0;       // KV heads; default num_attention_heads
-  std::int64_t kv_channels = 0;            // head dim; default hidden_size / heads
   std::int64_t vocab_size = 0;
   std::int64_t make_vocab_size_divisible_by = 128;
   bool should_pad_vocab = false;
@@ -58,11 +94,8 @@ struct ModelConfig {
   bool qk_layernorm = false;
   double hidden_dropout = 0.1;             // MCore default; Bridge recipes set 0
   double attention_dropout = 0.1;
-  std::string position_embedding_type = "learned_absolute";  // rope | learned_absolute | none
-  std::int64_t max_position_embeddings = 0;  // only for learned_absolute; default seq_length
-  // Attention softmax: vanilla | off_by_one | learnable. "learnable" (GPT-OSS sinks) adds
-  // one parameter per attention head per layer (MCore TransformerConfig.softmax_type).
-  std::string softmax_type = "vanilla";
+  PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
+  SoftmaxType softmax_type = SoftmaxType::kVanilla;
 
   // MoE.
   std::optional<std::int64_t> num_moe_experts;
@@ -74,14 +107,13 @@ struct ModelConfig {
   std::vector<int> moe_layer_freq = {1};   // one int (every k-th layer) or a 0/1 flag per layer
   bool moe_layer_freq_is_list = false;
   bool moe_grouped_gemm = false;
-  std::string moe_token_dispatcher_type = "allgather";  // allgather | alltoall | flex
+  MoeTokenDispatcher moe_token_dispatcher_type = MoeTokenDispatcher::kAllgather;
   std::optional<std::int64_t> moe_latent_size;
   bool moe_router_enable_expert_bias = false;
   std::optional<double> moe_expert_capacity_factor;
 
   // MLA (DeepSeek).
   bool multi_latent_attention = false;
-  std::optional<std::int64_t> q_lora_rank;
   std::int64_t kv_lora_rank = 512;
   std::int64_t qk_head_dim = 128;
   std::int64_t qk_pos_emb_head_dim = 64;
@@ -134,13 +166,12 @@ struct ModelConfig {
   std::string transformer_impl = "transformer_engine";  // transformer_engine | local
   bool masked_softmax_fusion = true;       // local unfused attention's fused softmax kernel
   bool attention_softmax_in_fp32 = false;  // local unfused attention's torch softmax in fp32
-  std::string cross_entropy_fusion_impl = "native";  // native | te
+  CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
 
   // Precision (effective: the mixed-precision preset has been applied).
   bool bf16 = false;
   bool fp16 = false;
   Dtype params_dtype = Dtype::kFp32;
-  Dtype pipeline_dtype = Dtype::kFp32;
   std::string fp8;         // "" | hybrid | e4m3
   std::string fp8_recipe;  // "" | delayed | tensorwise | mxfp8 | blockwise
   bool fp8_param = false;
@@ -150,12 +181,32 @@ struct ModelConfig {
   bool first_last_layers_bf16 = false;
   int num_layers_at_start_in_bf16 = 0;
   int num_layers_at_end_in_bf16 = 0;
+
+  bool operator==(const ModelBase&) const = default;
 };
 
-// train: batch sizes.
-struct TrainConfig {
+// The effective model section: ModelBase plus the derived fields, resolved.
+struct ModelConfig : ModelBase {
+  std::int64_t ffn_hidden_size = 0;          // derived default 4 * hidden_size
+  std::int64_t num_query_groups = 0;         // KV heads; derived default num_attention_heads
+  std::int64_t kv_channels = 0;              // head dim; derived default hidden_size / heads
+  std::int64_t max_position_embeddings = 0;  // only for learned_absolute; default seq_length
+  Dtype pipeline_dtype = Dtype::kFp32;       // default params_dtype (or the precision preset's)
+  std::optional<std::int64_t> q_lora_rank;   // MLA only; derived default 512, nullopt = none
+
+  bool operator==(const ModelConfig&) const = default;
+};
+
+// train: batch sizes. TrainBase holds the declared ones; TrainConfig the effective.
+struct TrainBase {
   std::int64_t micro_batch_size = 1;
-  std::int64_t global_batch_size = 1;
+
+  bool operator==(const TrainBase&) const = default;
+};
+struct TrainConfig : TrainBase {
+  std::int64_t global_batch_size = 1;  // derived default micro_batch_size * data-parallel size
+
+  bool operator==(const TrainConfig&) const = default;
 };
 
 // optimizer: Bridge OptimizerConfig fields that change memory.
@@ -171,6 +222,8 @@ struct OptimizerConfig {
   double optimizer_offload_fraction = 1.0;  // in [0, 1]
   bool bf16 = false;  // effective (from mixed precision)
   bool fp16 = false;
+
+  bool operator==(const OptimizerConfig&) const = default;
 };
 
 // ddp: Bridge DistributedDataParallelConfig fields that change memory.
@@ -188,6 +241,8 @@ struct DdpConfig {
   // MXFP8 param all-gather reuses the grad buffer (Bridge bf16_with_mxfp8_mixed sets it;
   // MCore DistributedDataParallelConfig.reuse_grad_buf_for_mxfp8_param_ag).
   bool reuse_grad_buf_for_mxfp8_param_ag = false;
+
+  bool operator==(const DdpConfig&) const = default;
 };
 
 // peft: LoRA / DoRA.
@@ -198,6 +253,8 @@ struct PeftConfig {
   std::vector<std::string> target_modules = {"linear_qkv", "linear_proj", "linear_fc1",
                                              "linear_fc2"};
   bool sequence_parallel_input_regather = false;
+
+  bool operator==(const PeftConfig&) const = default;
 };
 
 // memtune.fsdp2: torchtitan-style FSDP2 runs.
@@ -212,20 +269,30 @@ struct Fsdp2Config {
   // torch.compile the cross-entropy loss too: torchtitan does so whenever it compiles the
   // model since bbb1b616e (2025-04-02); 9dec370 (its Dec-2024 benchmarks) ran it eagerly.
   bool compile_loss = false;
+
+  bool operator==(const Fsdp2Config&) const = default;
 };
 
-// memtune: hardware and launch environment.
-struct MemtuneSection {
+// memtune: hardware and launch environment. MemtuneBase holds the fields a JobSpec and a
+// Job share; MemtuneSection adds the derived world size.
+struct MemtuneBase {
   Framework framework = Framework::kMegatron;
-  int world_size = 0;                    // GPUs; 0 = tp*pp*cp (data parallel size 1)
   std::string gpu;                       // GPU catalog name, or ""
   std::optional<std::int64_t> gpu_memory_bytes;  // overrides the catalog's capacity
   int gpus_per_node = 8;
   std::map<std::string, std::string> env;  // launch environment (PYTORCH_CUDA_ALLOC_CONF, ...)
   Fsdp2Config fsdp2;
+
+  bool operator==(const MemtuneBase&) const = default;
+};
+struct MemtuneSection : MemtuneBase {
+  int world_size = 0;  // GPUs; derived default tp*pp*cp (data-parallel size 1)
+
+  bool operator==(const MemtuneSection&) const = default;
 };
 
-// A whole job with effective values.
+// A whole job with effective values: what ResolveJob (model/job_spec.h) makes of a JobSpec.
+// Compares field by field (defaulted ==).
 struct Job {
   ModelConfig model;
   TrainConfig train;
@@ -235,7 +302,7 @@ struct Job {
   std::string mixed_precision = "bf16_mixed";  // preset name, "custom" for a mapping, "" none
   MemtuneSection memtune;
 
-  // Derived layout (see Derived*() helpers below).
+  bool operator==(const Job&) const = default;
 };
 
 // Data-parallel size: world / (TP * PP * CP). Bridge's data_parallel_size (excludes CP).

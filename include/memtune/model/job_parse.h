@@ -1,5 +1,5 @@
-// Parsing a job document (docs/job-format.md §1, docs/job.md) into a Job with effective
-// values.
+// Parsing a job document (docs/job-format.md §1, docs/job.md) into the declared job
+// (JobSpec) and, through ResolveJob (model/job_spec.h), the job with effective values.
 //
 // The document is YAML or JSON with Megatron-Bridge ConfigContainer sections (model,
 // train, optimizer, ddp, mixed_precision, peft, dataset) plus memtune's own `memtune:`.
@@ -25,6 +25,7 @@
 
 #include "memtune/core/result.h"
 #include "memtune/model/job.h"
+#include "memtune/model/job_spec.h"
 
 namespace memtune::model {
 
@@ -47,7 +48,9 @@ struct ParseOptions {
 
 // A parsed job and what the parser noticed on the way.
 struct JobDocument {
-  Job job;  // effective values (rules applied, defaults filled)
+  Job job;  // effective values (rules applied, defaults filled): ResolveJob(spec)
+  // The job as declared: edit it and call ResolveJob (model/job_spec.h) for a changed job.
+  JobSpec spec;
   // Defaults that change the memory result, one line each:
   // "model.num_query_groups = 64 (default: num_attention_heads)".
   std::vector<std::string> defaults_used;

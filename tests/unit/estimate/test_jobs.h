@@ -28,7 +28,7 @@ inline model::Job TinyJob() {
   m.add_bias_linear = false;
   m.hidden_dropout = 0;
   m.attention_dropout = 0;
-  m.position_embedding_type = "rope";
+  m.position_embedding_type = model::PositionEmbedding::kRope;
   m.seq_length = 4;
   m.bf16 = true;
   m.params_dtype = model::Dtype::kBf16;
@@ -71,7 +71,7 @@ inline model::Job Llama70BJob() {
   m.should_pad_vocab = true;
   m.hidden_dropout = 0;
   m.attention_dropout = 0;
-  m.position_embedding_type = "rope";
+  m.position_embedding_type = model::PositionEmbedding::kRope;
   m.recompute_granularity = model::RecomputeGranularity::kSelective;
   m.recompute_modules = {"core_attn"};
   m.fp8 = "hybrid";

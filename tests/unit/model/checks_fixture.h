@@ -20,7 +20,7 @@ inline Job BaseJob() {
   ModelConfig& m = job.model;
   m.hidden_dropout = 0;
   m.attention_dropout = 0;
-  m.position_embedding_type = "rope";
+  m.position_embedding_type = PositionEmbedding::kRope;
   m.bf16 = true;
   m.params_dtype = Dtype::kBf16;
   m.pipeline_dtype = Dtype::kBf16;

@@ -177,7 +177,7 @@ const std::map<std::string, FailingCase>& Cases() {
          Moe(j);
          j.model.moe_shared_expert_intermediate_size = 1024;
          j.model.moe_shared_expert_overlap = true;
-         j.model.moe_token_dispatcher_type = "alltoall";
+         j.model.moe_token_dispatcher_type = MoeTokenDispatcher::kAlltoall;
          j.model.recompute_granularity = RecomputeGranularity::kSelective;
          j.model.recompute_modules = {"shared_experts"};
        }}},
@@ -261,7 +261,7 @@ const std::map<std::string, FailingCase>& Cases() {
        }}},
       {"precision.ce-fusion-te", {[](Job& j) {
          j.model.cross_entropy_loss_fusion = true;
-         j.model.cross_entropy_fusion_impl = "te";
+         j.model.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
        }}},
       {"optimizer.precision-aware-adam", {[](Job& j) {
          j.optimizer.use_precision_aware_optimizer = true;

@@ -33,7 +33,7 @@ std::vector<std::pair<std::string, std::string>> MeasuredJobs(const std::string&
 
 // Fields that must survive FormatJobYaml -> ParseJobText unchanged.
 void ExpectSameJob(const Job& a, const Job& b, const std::string& id) {
-  EXPECT_EQ(FormatJobJson({a, {}, {}, {}, {}}), FormatJobJson({b, {}, {}, {}, {}})) << id;
+  EXPECT_EQ(FormatJobJson({a, {}, {}, {}, {}, {}}), FormatJobJson({b, {}, {}, {}, {}, {}})) << id;
 }
 
 void ExpectRoundTrip(const JobDocument& doc, const std::string& id) {

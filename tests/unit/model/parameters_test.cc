@@ -24,7 +24,7 @@ ModelConfig Llama(std::int64_t layers, std::int64_t hidden, std::int64_t ffn, st
   m.activation_func = "silu";
   m.normalization = Normalization::kRMSNorm;
   m.add_bias_linear = false;
-  m.position_embedding_type = "rope";
+  m.position_embedding_type = PositionEmbedding::kRope;
   return m;
 }
 
@@ -43,7 +43,7 @@ ModelConfig GptOss120B() {
   m.add_bias_linear = true;
   m.add_qkv_bias = true;
   m.activation_func = "quick_gelu";
-  m.softmax_type = "learnable";
+  m.softmax_type = SoftmaxType::kLearnable;
   m.num_moe_experts = 128;
   m.moe_router_topk = 4;
   m.moe_ffn_hidden_size = 2880;

@@ -43,7 +43,7 @@ TEST(ActivationsTest, CoreAttnRecomputeKeepsMcoresQkvAndDropsTheSoftmaxStats) {
 TEST(ActivationsTest, WhatKeepsTheQkvOutputAlive) {
   // No RoPE, no GQA: q, k, v are views of mixed_qkv, which TE accepts as sbh3d.
   auto job = TinyJob();
-  job.model.position_embedding_type = "learned_absolute";
+  job.model.position_embedding_type = model::PositionEmbedding::kLearnedAbsolute;
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * 24 * 4);
   job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
   job.model.recompute_modules = {"core_attn"};  // the checkpoint keeps the same views
