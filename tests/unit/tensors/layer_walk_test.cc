@@ -84,7 +84,7 @@ TEST(LayerWalkTest, OutputBackwardPeakIsTheEstimatorsLogitsTransient) {
   auto unfused_loss = Llama70BJob();
   unfused_loss.model.cross_entropy_loss_fusion = false;
   auto te_loss = Llama70BJob();
-  te_loss.model.cross_entropy_fusion_impl = "te";
+  te_loss.model.cross_entropy_fusion_impl = model::CrossEntropyFusionImpl::kTe;
   auto no_fusion = Llama70BJob();
   no_fusion.model.gradient_accumulation_fusion = false;
   auto tiny_no_fusion = TinyJob();
