@@ -11,8 +11,8 @@ const std::string* Find(const std::map<std::string, std::string>& env, std::stri
   return it == env.end() ? nullptr : &it->second;
 }
 
-Result<AllocatorConfig> ParseVar(const std::string& text, std::string_view var, TorchVersion version,
-                                 std::string_view prefix) {
+Result<AllocatorConfig> ParseVar(const std::string& text, std::string_view var,
+                                 TorchVersion version, std::string_view prefix) {
   auto config = ParseAllocatorConfig(text, version);
   if (!config) {
     Error e = config.error();
@@ -31,9 +31,11 @@ std::string_view TrimSpaces(std::string_view s) {
 }  // namespace
 
 Result<EnvAllocatorConfig> AllocatorConfigFromEnv(const std::map<std::string, std::string>& env,
-                                                  TorchVersion version, std::string_view field_prefix) {
+                                                  TorchVersion version,
+                                                  std::string_view field_prefix) {
   const std::string* cuda = Find(env, kCudaAllocConfVar);
-  const std::string* generic = RulesFor(version).core_config_parser ? Find(env, kAllocConfVar) : nullptr;
+  const std::string* generic =
+      RulesFor(version).core_config_parser ? Find(env, kAllocConfVar) : nullptr;
   EnvAllocatorConfig out;
   if (generic == nullptr && cuda == nullptr) {
     MEMTUNE_TRY(out.config, ParseAllocatorConfig("", version));
@@ -44,9 +46,11 @@ Result<EnvAllocatorConfig> AllocatorConfigFromEnv(const std::map<std::string, st
   const std::string_view cuda_var = cuda != nullptr ? kCudaAllocConfVar : kAllocConfVar;
   out.source_var = std::string(generic_var);
   out.cuda_source_var = std::string(cuda_var);
-  MEMTUNE_TRY(out.config, ParseVar(generic != nullptr ? *generic : *cuda, generic_var, version, field_prefix));
+  MEMTUNE_TRY(out.config,
+              ParseVar(generic != nullptr ? *generic : *cuda, generic_var, version, field_prefix));
   if (generic != nullptr && cuda != nullptr && *generic != *cuda) {
-    MEMTUNE_TRY(const AllocatorConfig cuda_config, ParseVar(*cuda, cuda_var, version, field_prefix));
+    MEMTUNE_TRY(const AllocatorConfig cuda_config,
+                ParseVar(*cuda, cuda_var, version, field_prefix));
     out.config.backend = cuda_config.backend;
     out.config.per_process_memory_fraction = cuda_config.per_process_memory_fraction;
   }
@@ -64,7 +68,8 @@ AllocatorConfig WithExpandableSegments(const AllocatorConfig& config, bool enabl
     const std::size_t comma = rest.find(',');
     std::string_view item = rest.substr(0, comma);
     const std::size_t colon = item.find(':');
-    if (colon != std::string_view::npos && TrimSpaces(item.substr(0, colon)) == "expandable_segments") {
+    if (colon != std::string_view::npos &&
+        TrimSpaces(item.substr(0, colon)) == "expandable_segments") {
       settings += "expandable_segments:" + value;
       replaced = true;
     } else {

@@ -12,7 +12,9 @@ namespace {
 constexpr const char* kExpandableId = "allocator.expandable-segments";
 constexpr const char* kReduceId = "memory.reduce-model-or-activations";
 
-std::string Gb(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9); }
+std::string Gb(std::int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9);
+}
 
 // JSON text of a string value (the settings strings hold no quote or backslash PyTorch
 // accepts, but escape them anyway).
@@ -32,8 +34,8 @@ std::string AllocConfField(const synth::Forecast& f) {
   return "memtune.env.PYTORCH_CUDA_ALLOC_CONF";
 }
 
-Advice ExpandableAdvice(const Assessment& a, const ModeVerdict& native, const ModeVerdict& expandable,
-                        std::string text) {
+Advice ExpandableAdvice(const Assessment& a, const ModeVerdict& native,
+                        const ModeVerdict& expandable, std::string text) {
   Advice advice;
   advice.id = kExpandableId;
   advice.playbook_step = "Quick Decision step 1";
@@ -56,22 +58,27 @@ std::vector<Advice> DecideAdvice(const Assessment& a) {
     // Fragmentation (what expandable segments win back) larger than the native spare.
     const bool fragmented = expandable->margin_bytes - native->margin_bytes > native->margin_bytes;
     if (native_oom) {
-      advice.push_back(ExpandableAdvice(
-          a, *native, *expandable,
-          "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True first: the native allocator runs out of memory "
-          "from fragmentation while expandable segments fit"));
+      advice.push_back(ExpandableAdvice(a, *native, *expandable,
+                                        "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                                        "first: the native allocator runs out of memory "
+                                        "from fragmentation while expandable segments fit"));
     } else if (native->state == VerdictState::kAtRisk && expandable->state == VerdictState::kFits) {
-      advice.push_back(ExpandableAdvice(
-          a, *native, *expandable,
-          fmt::format("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True first: the native allocator leaves "
-                      "{} GB spare, within the prediction's {} GB uncertainty, and expandable segments {} GB, "
-                      "at no throughput cost",
-                      Gb(native->margin_bytes), Gb(native->uncertainty_bytes), Gb(expandable->margin_bytes))));
+      advice.push_back(
+          ExpandableAdvice(a, *native, *expandable,
+                           fmt::format("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                                       "first: the native allocator leaves "
+                                       "{} GB spare, within the prediction's {} GB uncertainty, "
+                                       "and expandable segments {} GB, "
+                                       "at no throughput cost",
+                                       Gb(native->margin_bytes), Gb(native->uncertainty_bytes),
+                                       Gb(expandable->margin_bytes))));
     } else if (fragmented) {
       advice.push_back(ExpandableAdvice(
           a, *native, *expandable,
-          fmt::format("fragmentation costs more than the native allocator leaves free ({} GB spare, {} GB with "
-                      "expandable segments): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True first, at no "
+          fmt::format("fragmentation costs more than the native allocator leaves free ({} GB "
+                      "spare, {} GB with "
+                      "expandable segments): set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                      "first, at no "
                       "throughput cost",
                       Gb(native->margin_bytes), Gb(expandable->margin_bytes))));
     }
@@ -80,9 +87,11 @@ std::vector<Advice> DecideAdvice(const Assessment& a) {
     Advice reduce;
     reduce.id = kReduceId;
     reduce.playbook_step = "Quick Decision steps 3-4";
-    const ModeVerdict& closer = expandable->margin_bytes > native->margin_bytes ? *expandable : *native;
+    const ModeVerdict& closer =
+        expandable->margin_bytes > native->margin_bytes ? *expandable : *native;
     reduce.text = fmt::format(
-        "the job does not fit even with expandable segments ({} GB short on pipeline rank {}): add recompute, "
+        "the job does not fit even with expandable segments ({} GB short on pipeline rank {}): add "
+        "recompute, "
         "raise PP, or shard more",
         Gb(-closer.margin_bytes), closer.pp_rank);
     advice.push_back(std::move(reduce));

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "assess/advice.h"
-#include "memtune/alloc/env_config.h"
 #include "assess/verdict.h"
+#include "memtune/alloc/env_config.h"
 
 namespace memtune::assess {
 namespace {
@@ -25,18 +25,20 @@ std::optional<AllocatedFit> FitOf(const estimate::Estimate& e) {
 
 Status CheckOptions(const AssessOptions& o) {
   if (o.iterations < 1 || o.iterations > 100) {
-    return InvalidInput("iterations", std::to_string(o.iterations) + " is out of range; allowed: 1 to 100");
+    return InvalidInput("iterations",
+                        std::to_string(o.iterations) + " is out of range; allowed: 1 to 100");
   }
   if (!(o.reserved_uncertainty >= 0 && o.reserved_uncertainty <= 1)) {
-    return InvalidInput("reserved_uncertainty",
-                        std::to_string(o.reserved_uncertainty) + " is out of range; allowed: 0 to 1");
+    return InvalidInput("reserved_uncertainty", std::to_string(o.reserved_uncertainty) +
+                                                    " is out of range; allowed: 0 to 1");
   }
   return OkStatus();
 }
 
 // An OOM verdict's margin: how much more capacity its deciding rank needs, by bisection
 // between the capacity (which runs out) and the unlimited replay's need (which cannot).
-Status RefineOomMargins(const model::Job& job, const synth::ForecastOptions& fo, std::vector<ModeVerdict>& verdicts) {
+Status RefineOomMargins(const model::Job& job, const synth::ForecastOptions& fo,
+                        std::vector<ModeVerdict>& verdicts) {
   std::optional<synth::TraceSynthesizer> synth;
   for (ModeVerdict& v : verdicts) {
     if (v.state != VerdictState::kOom) continue;
@@ -48,9 +50,11 @@ Status RefineOomMargins(const model::Job& job, const synth::ForecastOptions& fo,
     const alloc::AllocatorConfig config =
         alloc::WithExpandableSegments(own.config, v.mode == AllocatorMode::kExpandable);
     const std::int64_t unlimited_need = fo.capacity_bytes - v.margin_bytes;  // with non-PyTorch
-    const std::int64_t resolution = std::max(kOomMarginResolutionBytes, (unlimited_need - fo.capacity_bytes) / 256);
-    const std::int64_t fitting = synth::SmallestFittingCapacity(*synth, v.pp_rank, config, fo.non_pytorch_bytes,
-                                                                fo.capacity_bytes, unlimited_need, resolution);
+    const std::int64_t resolution =
+        std::max(kOomMarginResolutionBytes, (unlimited_need - fo.capacity_bytes) / 256);
+    const std::int64_t fitting =
+        synth::SmallestFittingCapacity(*synth, v.pp_rank, config, fo.non_pytorch_bytes,
+                                       fo.capacity_bytes, unlimited_need, resolution);
     v.margin_bytes = fo.capacity_bytes - fitting;
   }
   return OkStatus();
@@ -81,7 +85,8 @@ Result<Assessment> AssessJob(const model::Job& job, const AssessOptions& options
   if (!forecast) {
     if (forecast.error().code != ErrorCode::kUnsupported) return forecast.error();
     const Error& why = forecast.error();
-    a.forecast_note = "not simulated: " + why.Describe() + (why.hint.empty() ? "" : "; " + why.hint);
+    a.forecast_note =
+        "not simulated: " + why.Describe() + (why.hint.empty() ? "" : "; " + why.hint);
     return a;
   }
   a.forecast = std::move(*forecast);

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "memtune/core/units.h"
 #include "assess/validate_metric.h"
+#include "memtune/core/units.h"
 #include "memtune/model/job_parse.h"
 
 namespace memtune::assess {
@@ -26,16 +26,20 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
   if (!j.contains("id") || !j["id"].is_string()) return bad("id", "must be a string");
   c.id = j["id"].get<std::string>();
   if (j.contains("source") && j["source"].is_string()) c.source = j["source"].get<std::string>();
-  if (j.contains("quality") && j["quality"].is_string()) c.quality = j["quality"].get<std::string>();
-  if (!j.contains("job") || !j["job"].is_object()) return bad("job", "must be a job document object");
+  if (j.contains("quality") && j["quality"].is_string())
+    c.quality = j["quality"].get<std::string>();
+  if (!j.contains("job") || !j["job"].is_object())
+    return bad("job", "must be a job document object");
   c.job_text = j["job"].dump();
-  if (!j.contains("measured") || !j["measured"].is_object()) return bad("measured", "must be an object");
+  if (!j.contains("measured") || !j["measured"].is_object())
+    return bad("measured", "must be an object");
   const json& m = j["measured"];
   static const char* kMetrics[] = {"max_allocated", "max_reserved", "peak_active", "device_used"};
   if (!m.contains("metric") || !m["metric"].is_string() ||
       std::none_of(std::begin(kMetrics), std::end(kMetrics),
                    [&](const char* k) { return m["metric"].get<std::string>() == k; })) {
-    return bad("measured.metric", "must be one of max_allocated, max_reserved, peak_active, device_used");
+    return bad("measured.metric",
+               "must be one of max_allocated, max_reserved, peak_active, device_used");
   }
   c.metric = m["metric"].get<std::string>();
   // At most 1 PiB, the largest GPU memory a job may declare: a larger number is a typo, and
@@ -44,10 +48,9 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
   const json* bytes = m.contains("bytes") ? &m["bytes"] : nullptr;
   if (bytes == nullptr || !bytes->is_number() || !(bytes->get<double>() >= 1) ||
       bytes->get<double>() > kMaxMeasuredBytes) {
-    return bad("measured.bytes", "must be a number of bytes from 1 to " +
-                                     FormatWithCommas(kMaxDeviceBytes) + " (got " +
-                                     (bytes == nullptr ? std::string("nothing") : bytes->dump()) +
-                                     ")");
+    return bad("measured.bytes",
+               "must be a number of bytes from 1 to " + FormatWithCommas(kMaxDeviceBytes) +
+                   " (got " + (bytes == nullptr ? std::string("nothing") : bytes->dump()) + ")");
   }
   c.measured_bytes = static_cast<std::int64_t>(std::llround(bytes->get<double>()));
   if (m.contains("rank") && !m["rank"].is_string()) {
@@ -59,9 +62,11 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
   }
   if (m.contains("after_iterations")) {
     const json& a = m["after_iterations"];
-    if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > kMaxAfterIterations) {
+    if (!a.is_number_integer() || a.get<std::int64_t>() < 1 ||
+        a.get<std::int64_t>() > kMaxAfterIterations) {
       return bad("measured.after_iterations", "must be a whole number of iterations from 1 to " +
-                                                  std::to_string(kMaxAfterIterations) + " (got " + a.dump() + ")");
+                                                  std::to_string(kMaxAfterIterations) + " (got " +
+                                                  a.dump() + ")");
     }
     c.after_iterations = a.get<int>();
   }
@@ -75,12 +80,14 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
   p.mode = mode;
   // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay;
   // max_allocated too when it is read after a given iteration (the estimate is the whole run's).
-  const bool allocator_metric = c.metric != "max_allocated" || (after > 0 && mode == Mode::kAccurate);
+  const bool allocator_metric =
+      c.metric != "max_allocated" || (after > 0 && mode == Mode::kAccurate);
   if (allocator_metric && mode != Mode::kAccurate) {
     p.status = "unsupported";
-    p.reason = "metric " + c.metric +
-               (c.metric == "max_allocated" ? " after " + std::to_string(after) + " iterations" : "") +
-               " needs the allocator simulator (accurate mode only)";
+    p.reason =
+        "metric " + c.metric +
+        (c.metric == "max_allocated" ? " after " + std::to_string(after) + " iterations" : "") +
+        " needs the allocator simulator (accurate mode only)";
     return p;
   }
   EstimateOptions options;
@@ -114,7 +121,8 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
     p.pp_rank = r.pp_rank;
   }
   p.predicted_bytes = bytes;
-  p.error_pct = 100.0 * static_cast<double>(bytes - c.measured_bytes) / static_cast<double>(c.measured_bytes);
+  p.error_pct =
+      100.0 * static_cast<double>(bytes - c.measured_bytes) / static_cast<double>(c.measured_bytes);
   p.status = "ok";
   return p;
 }
@@ -160,17 +168,20 @@ Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
     cases.push_back(std::move(c));
   }
   if (cases.empty()) {  // an empty or comment-only file is a mistake, not a 0-case success
-    return InvalidInput(std::string(source_name), "no validation cases (one JSON object per line expected)");
+    return InvalidInput(std::string(source_name),
+                        "no validation cases (one JSON object per line expected)");
   }
   return cases;
 }
 
-ValidationReport Validate(const std::vector<ValidationCase>& cases, const ValidateOptions& options) {
+ValidationReport Validate(const std::vector<ValidationCase>& cases,
+                          const ValidateOptions& options) {
   ValidationReport report;
   for (const auto& c : cases) {
     CaseResult r;
     r.measured = c;
-    r.after_iterations = options.after_iterations > 0 ? options.after_iterations : c.after_iterations;
+    r.after_iterations =
+        options.after_iterations > 0 ? options.after_iterations : c.after_iterations;
     model::ParseOptions parse;
     parse.source_name = c.id;
     auto doc = model::ParseJobText(c.job_text, parse);

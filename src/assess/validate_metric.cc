@@ -8,13 +8,16 @@
 
 namespace memtune::assess::internal {
 
-Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job, const estimate::Estimate& e,
-                                                     const std::string& metric, const std::string& rank,
+Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job,
+                                                     const estimate::Estimate& e,
+                                                     const std::string& metric,
+                                                     const std::string& rank,
                                                      int after_iterations) {
   synth::ForecastOptions options;
   options.capacity_bytes = e.gpu_capacity_bytes;
   options.non_pytorch_bytes = e.non_pytorch_bytes;
-  options.synth.iterations = std::clamp(after_iterations, options.synth.iterations, kMaxReplayedIterations);
+  options.synth.iterations =
+      std::clamp(after_iterations, options.synth.iterations, kMaxReplayedIterations);
   MEMTUNE_TRY(const auto synth, synth::TraceSynthesizer::Create(job, options.synth));
   MEMTUNE_TRY(const synth::JobAllocator allocator, synth::JobAllocatorConfig(job, options));
   const bool allocated = metric == "max_allocated";
@@ -27,11 +30,13 @@ Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job, cons
     return v[std::min<std::size_t>(static_cast<std::size_t>(after_iterations), v.size()) - 1];
   };
   auto value = [&](int pp_rank) -> std::int64_t {
-    const synth::AllocatorRun run =
-        synth::SimulateRank(synth, pp_rank, allocator.config, allocated ? 0 : options.capacity_bytes,
-                            allocated ? 0 : options.non_pytorch_bytes);
-    if (allocated) return through(run.peak_allocated_through_iteration_bytes, run.peak_allocated_bytes);
-    if (metric == "peak_active") return through(run.peak_active_through_iteration_bytes, run.peak_active_bytes);
+    const synth::AllocatorRun run = synth::SimulateRank(synth, pp_rank, allocator.config,
+                                                        allocated ? 0 : options.capacity_bytes,
+                                                        allocated ? 0 : options.non_pytorch_bytes);
+    if (allocated)
+      return through(run.peak_allocated_through_iteration_bytes, run.peak_allocated_bytes);
+    if (metric == "peak_active")
+      return through(run.peak_active_through_iteration_bytes, run.peak_active_bytes);
     return through(run.peak_reserved_through_iteration_bytes, run.peak_reserved_bytes) + extra;
   };
   const int last = synth.num_stages() - 1;

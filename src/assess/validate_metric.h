@@ -26,8 +26,9 @@ inline constexpr int kMaxReplayedIterations = 4;
 // peaks through that iteration. `rank` is "max" (the stage with the highest value), "rank0"
 // or "last". Returns the pipeline rank used and the bytes.
 // Errors: those of synth::TraceSynthesizer::Create and synth::JobAllocatorConfig.
-Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job, const estimate::Estimate& e,
-                                                     const std::string& metric, const std::string& rank,
-                                                     int after_iterations);
+Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job,
+                                                     const estimate::Estimate& e,
+                                                     const std::string& metric,
+                                                     const std::string& rank, int after_iterations);
 
 }  // namespace memtune::assess::internal

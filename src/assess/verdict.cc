@@ -12,9 +12,12 @@ std::string_view AllocatorModeName(AllocatorMode mode) {
 
 std::string_view VerdictStateName(VerdictState state) {
   switch (state) {
-    case VerdictState::kFits: return "fits";
-    case VerdictState::kAtRisk: return "at_risk";
-    case VerdictState::kOom: return "oom";
+    case VerdictState::kFits:
+      return "fits";
+    case VerdictState::kAtRisk:
+      return "at_risk";
+    case VerdictState::kOom:
+      return "oom";
   }
   return "fits";
 }
@@ -41,7 +44,8 @@ ModeVerdict Decide(const synth::Forecast& f, bool own, double uncertainty) {
     const synth::AllocatorRun& run = own ? s.own : s.other;
     const std::int64_t need = run.unlimited_peak_reserved_bytes;
     const std::int64_t margin = usable - need;
-    const auto band = static_cast<std::int64_t>(std::llround(uncertainty * static_cast<double>(need)));
+    const auto band =
+        static_cast<std::int64_t>(std::llround(uncertainty * static_cast<double>(need)));
     const VerdictState state = StateOf(run, margin, band);
     if (!first && !Worse(state, margin, v.state, v.margin_bytes)) continue;
     first = false;
@@ -61,9 +65,11 @@ ModeVerdict Decide(const synth::Forecast& f, bool own, double uncertainty) {
 
 }  // namespace
 
-std::vector<ModeVerdict> DecideVerdicts(const synth::Forecast& forecast, double reserved_uncertainty) {
+std::vector<ModeVerdict> DecideVerdicts(const synth::Forecast& forecast,
+                                        double reserved_uncertainty) {
   if (forecast.capacity_bytes <= 0 || forecast.stages.empty()) return {};
-  return {Decide(forecast, true, reserved_uncertainty), Decide(forecast, false, reserved_uncertainty)};
+  return {Decide(forecast, true, reserved_uncertainty),
+          Decide(forecast, false, reserved_uncertainty)};
 }
 
 }  // namespace internal

@@ -8,6 +8,7 @@
 namespace memtune::assess::internal {
 
 // The job's own mode first, then the other; empty when the capacity is unknown.
-std::vector<ModeVerdict> DecideVerdicts(const synth::Forecast& forecast, double reserved_uncertainty);
+std::vector<ModeVerdict> DecideVerdicts(const synth::Forecast& forecast,
+                                        double reserved_uncertainty);
 
 }  // namespace memtune::assess::internal

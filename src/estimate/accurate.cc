@@ -6,15 +6,15 @@
 #include <string>
 #include <string_view>
 
-#include "tensors/activations.h"
 #include "fsdp2_estimate.h"
 #include "memtune/core/units.h"
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/gpu_catalog.h"
-#include "tensors/model_state.h"
 #include "rank_components.h"
-#include "tensors/workspaces.h"
 #include "schedule_internal.h"
+#include "tensors/activations.h"
+#include "tensors/model_state.h"
+#include "tensors/workspaces.h"
 
 namespace memtune::estimate::internal {
 
@@ -25,14 +25,15 @@ namespace {
 Status CheckSupported(const model::Job& job) {
   const auto& m = job.model;
   if (m.num_layers <= 0 || m.hidden_size <= 0 || m.num_attention_heads <= 0 || m.seq_length <= 0) {
-    return InvalidConfig("model", "num_layers, hidden_size, num_attention_heads and seq_length "
-                                  "must be positive");
+    return InvalidConfig("model",
+                         "num_layers, hidden_size, num_attention_heads and seq_length "
+                         "must be positive");
   }
   if (m.tensor_model_parallel_size <= 0 || m.pipeline_model_parallel_size <= 0 ||
       m.context_parallel_size <= 0 || m.expert_model_parallel_size <= 0) {
     return InvalidConfig("model", "parallel sizes must be positive");
   }
-  if (m.cuda_graph_impl == "full_iteration") {
+  if (m.cuda_graph_impl == model::CudaGraphImpl::kFullIteration) {
     return Unsupported("model.cuda_graph_impl",
                        "full_iteration CUDA graphs keep a private pool per graph; not modelled");
   }
@@ -45,8 +46,8 @@ Status CheckSupported(const model::Job& job) {
     if (scores > static_cast<double>(kMaxDeviceBytes)) {
       return InvalidConfig("model.seq_length",
                            "unfused attention at seq_length " + std::to_string(m.seq_length) +
-                               " keeps a softmax of " + FormatGB(static_cast<std::int64_t>(
-                                                            std::min(scores, 9.0e18))) +
+                               " keeps a softmax of " +
+                               FormatGB(static_cast<std::int64_t>(std::min(scores, 9.0e18))) +
                                " per layer, beyond any device",
                            "use attention_backend: auto (flash or fused attention)");
     }
@@ -69,10 +70,11 @@ Result<GpuFacts> LookUpGpu(const model::Job& job) {
   }
   if (job.memtune.gpu_memory_bytes) {
     facts.capacity_bytes = *job.memtune.gpu_memory_bytes;
-    if (facts.capacity_bytes <= facts.context_bytes) {  // would leave no (or negative) usable memory
+    if (facts.capacity_bytes <=
+        facts.context_bytes) {  // would leave no (or negative) usable memory
       return InvalidInput("memtune.gpu_memory_bytes",
-                          std::to_string(facts.capacity_bytes) + " B is not above the " + job.memtune.gpu +
-                              " catalog's CUDA context and library memory (" +
+                          std::to_string(facts.capacity_bytes) + " B is not above the " +
+                              job.memtune.gpu + " catalog's CUDA context and library memory (" +
                               FormatGB(facts.context_bytes) + ")",
                           "give the device's total memory, e.g. 80GiB");
     }
@@ -82,12 +84,15 @@ Result<GpuFacts> LookUpGpu(const model::Job& job) {
 
 void AddAssumptions(const model::Job& job, Estimate& e) {
   const auto& m = job.model;
-  const char* spec = "Transformer Engine layer spec (fused norm + linear, fused/flash attention, fused RoPE)";
+  const char* spec =
+      "Transformer Engine layer spec (fused norm + linear, fused/flash attention, fused RoPE)";
   switch (model::CoreAttentionOf(m)) {
-    case model::CoreAttention::kFused: break;
+    case model::CoreAttention::kFused:
+      break;
     case model::CoreAttention::kTeUnfused:
-      spec = "Transformer Engine layer spec with unfused attention (attention_backend: unfused): "
-             "the [b, heads, s, s] softmax is kept for backward";
+      spec =
+          "Transformer Engine layer spec with unfused attention (attention_backend: unfused): "
+          "the [b, heads, s, s] softmax is kept for backward";
       break;
     case model::CoreAttention::kLocal:
       spec = m.transformer_impl == "local"
@@ -108,16 +113,20 @@ void AddAssumptions(const model::Job& job, Estimate& e) {
             "the DDP hook adds to the grad buffer",
       "peak of max_allocated: allocator fragmentation and reserved memory are not included",
   };
-  if (m.num_moe_experts.value_or(0) > 0) e.assumptions.push_back("MoE routing balanced over experts");
-  if (m.cuda_graph_impl == "transformer_engine" || m.cuda_graph_impl == "local") {
-    e.assumptions.push_back("CUDA graphs: the eager warm-up iterations set the allocated peak; "
-                            "graph pools add reserved, not allocated, memory");
+  if (m.num_moe_experts.value_or(0) > 0)
+    e.assumptions.push_back("MoE routing balanced over experts");
+  if (m.cuda_graph_impl == model::CudaGraphImpl::kTransformerEngine ||
+      m.cuda_graph_impl == model::CudaGraphImpl::kLocal) {
+    e.assumptions.push_back(
+        "CUDA graphs: the eager warm-up iterations set the allocated peak; "
+        "graph pools add reserved, not allocated, memory");
   }
   if (m.tp_comm_overlap) {
     // TE initialize_ub / comm_gemm_overlap.cpp: register_user_buffer_collective allocates
     // the userbuffers with cudaMalloc, outside PyTorch's allocator.
-    e.assumptions.push_back("tp_comm_overlap: Transformer Engine's userbuffers are allocated outside "
-                            "PyTorch and are not in the non-PyTorch memory (only the CUDA context is)");
+    e.assumptions.push_back(
+        "tp_comm_overlap: Transformer Engine's userbuffers are allocated outside "
+        "PyTorch and are not in the non-PyTorch memory (only the CUDA context is)");
   }
 }
 

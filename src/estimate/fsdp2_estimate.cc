@@ -25,7 +25,8 @@ namespace {
 
 using Parts = std::vector<Component>;
 
-void Add(Parts& parts, const char* name, std::int64_t bytes, ComponentKind kind, const char* why, bool explain) {
+void Add(Parts& parts, const char* name, std::int64_t bytes, ComponentKind kind, const char* why,
+         bool explain) {
   if (bytes <= 0) return;
   parts.push_back(Component{name, bytes, kind, false, explain ? why : ""});
 }
@@ -42,9 +43,10 @@ void AddState(const Fsdp2Facts& f, bool explain, Parts& parts) {
   const std::int64_t shard = f.BlockShardElements() * f.layers + f.RootShardElements();
   Add(parts, "params", 4 * shard, ComponentKind::kParameters,
       "fp32 parameter shards (FSDP2 DTensor, dim 0 padded to the shard degree)", explain);
-  Add(parts, "opt.exp_avg", 4 * shard, ComponentKind::kOptimizer, "AdamW first moment (fp32, sharded)", explain);
-  Add(parts, "opt.exp_avg_sq", 4 * shard, ComponentKind::kOptimizer, "AdamW second moment (fp32, sharded)",
-      explain);
+  Add(parts, "opt.exp_avg", 4 * shard, ComponentKind::kOptimizer,
+      "AdamW first moment (fp32, sharded)", explain);
+  Add(parts, "opt.exp_avg_sq", 4 * shard, ComponentKind::kOptimizer,
+      "AdamW second moment (fp32, sharded)", explain);
   Add(parts, "buffers", 8 * f.seq_length * (f.head_dim / 2), ComponentKind::kParameters,
       "freqs_cis: complex64 RoPE table (max_seq_len, head_dim / 2), replicated", explain);
   Add(parts, "ws.torch_cublas", f.torch_workspace_bytes, ComponentKind::kParameters,
@@ -75,12 +77,15 @@ Parts LossBase(const Fsdp2Facts& f, bool explain) {
     Add(parts, "grads", GradBytes(f), ComponentKind::kGradients,
         "fp32 gradient shards accumulated by the earlier micro-batches", explain);
   }
-  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(), ComponentKind::kTransient,
-      "root group (embedding, final norm, output) all-gathered; the root is not resharded after forward",
+  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(),
+      ComponentKind::kTransient,
+      "root group (embedding, final norm, output) all-gathered; the root is not resharded after "
+      "forward",
       explain);
-  Add(parts, "fsdp.blocks_unsharded", f.param_bytes * f.BlockUnshardedElements() * UnshardedAfterForward(f),
-      ComponentKind::kTransient, "blocks still all-gathered after forward (the last one; all without reshard)",
-      explain);
+  Add(parts, "fsdp.blocks_unsharded",
+      f.param_bytes * f.BlockUnshardedElements() * UnshardedAfterForward(f),
+      ComponentKind::kTransient,
+      "blocks still all-gathered after forward (the last one; all without reshard)", explain);
   Add(parts, "act.blocks", SavedBlocks(f, f.layers), ComponentKind::kActivations,
       "tensors every block keeps for backward under its activation checkpointing", explain);
   Add(parts, "act.outside", f.OutsideBytes(), ComponentKind::kActivations,
@@ -90,17 +95,21 @@ Parts LossBase(const Fsdp2Facts& f, bool explain) {
 
 const char* LossExplanation(const Fsdp2Facts& f) {
   if (f.compile_loss) {
-    return "compiled cross-entropy backward: the saved bf16 logits and per-row fp32 max and log-sum-exp, "
+    return "compiled cross-entropy backward: the saved bf16 logits and per-row fp32 max and "
+           "log-sum-exp, "
            "and the bf16 logits gradient its fused kernel writes";
   }
-  return f.loss_parallel ? "loss_parallel cross-entropy backward: fp32 log-softmax output, zeros_like, exp and "
-                           "their sum"
-                         : "cross-entropy backward: fp32 log-softmax output, its gradient and the input gradient";
+  return f.loss_parallel
+             ? "loss_parallel cross-entropy backward: fp32 log-softmax output, zeros_like, exp and "
+               "their sum"
+             : "cross-entropy backward: fp32 log-softmax output, its gradient and the input "
+               "gradient";
 }
 
 Parts LossBackward(const Fsdp2Facts& f, bool explain) {
   Parts parts = LossBase(f, explain);
-  Add(parts, "act.logits", f.LossBackwardPeakBytes(), ComponentKind::kLogits, LossExplanation(f), explain);
+  Add(parts, "act.logits", f.LossBackwardPeakBytes(), ComponentKind::kLogits, LossExplanation(f),
+      explain);
   return parts;
 }
 
@@ -110,11 +119,14 @@ Parts LossBackward(const Fsdp2Facts& f, bool explain) {
 Parts BackwardBase(const Fsdp2Facts& f, bool explain) {
   Parts parts;
   AddState(f, explain, parts);
-  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(), ComponentKind::kTransient,
-      "root group all-gathered until the root's post-backward", explain);
+  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(),
+      ComponentKind::kTransient, "root group all-gathered until the root's post-backward", explain);
   Add(parts, "grads.root_unsharded", f.param_bytes * f.HeadElements(), ComponentKind::kTransient,
-      "output and final-norm weight gradients, reduce-scattered with the root at the end of backward", explain);
-  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels", explain);
+      "output and final-norm weight gradients, reduce-scattered with the root at the end of "
+      "backward",
+      explain);
+  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels",
+      explain);
   return parts;
 }
 
@@ -130,22 +142,25 @@ struct BlockPosition {
 BlockPosition AtBlock(const Fsdp2Facts& f, int l, std::int64_t kept_below) {
   BlockPosition p;
   p.grads = f.microbatches > 1 ? GradBytes(f) : 4 * f.BlockShardElements() * (f.layers - 1 - l);
-  p.gathered = f.param_bytes * f.BlockUnshardedElements() * (f.reshard_after_forward ? (l > 0 ? 2 : 1) : l + 1);
+  p.gathered = f.param_bytes * f.BlockUnshardedElements() *
+               (f.reshard_after_forward ? (l > 0 ? 2 : 1) : l + 1);
   p.kept_below = kept_below;
   p.held_input = l + 1 < f.layers ? f.reduce_bytes * f.BlockUnshardedElements() : 0;
   return p;
 }
 
 void AddPosition(const BlockPosition& p, bool explain, Parts& parts) {
-  Add(parts, "grads", p.grads, ComponentKind::kGradients, "fp32 gradient shards of the blocks already reduce-scattered",
-      explain);
+  Add(parts, "grads", p.grads, ComponentKind::kGradients,
+      "fp32 gradient shards of the blocks already reduce-scattered", explain);
   Add(parts, "fsdp.blocks_unsharded", p.gathered, ComponentKind::kTransient,
-      "blocks all-gathered (this one and the one prefetched; all not yet resharded without reshard_after_forward)",
+      "blocks all-gathered (this one and the one prefetched; all not yet resharded without "
+      "reshard_after_forward)",
       explain);
   Add(parts, "act.blocks", p.kept_below, ComponentKind::kActivations,
       "saved tensors of the blocks whose backward is still to come", explain);
   Add(parts, "fsdp.held_reduce_scatter_input", p.held_input, ComponentKind::kTransient,
-      "the previous block's reduce-scatter input (FSDP2 frees it at the next reduce-scatter)", explain);
+      "the previous block's reduce-scatter input (FSDP2 frees it at the next reduce-scatter)",
+      explain);
 }
 
 // The heaviest block backward: the walked peak of the block's own backward on top of its
@@ -155,7 +170,8 @@ Parts HeaviestBlockBackward(const Fsdp2Facts& f, bool explain) {
   std::int64_t kept_below = 0, best_bytes = -1, best_kept = 0;
   int best = 0;
   for (int l = 0; l < f.layers; ++l) {
-    const std::int64_t bytes = AtBlock(f, l, kept_below).Total() + walks[f.Checkpointed(l) ? 1 : 0].Total();
+    const std::int64_t bytes =
+        AtBlock(f, l, kept_below).Total() + walks[f.Checkpointed(l) ? 1 : 0].Total();
     if (bytes > best_bytes) best_bytes = bytes, best = l, best_kept = kept_below;
     kept_below += f.BlockKeptBytes(l);
   }
@@ -165,7 +181,8 @@ Parts HeaviestBlockBackward(const Fsdp2Facts& f, bool explain) {
   Add(parts, "act.block_backward", own.saved_bytes, ComponentKind::kActivations,
       "the block's saved (or re-created) tensors still live at its backward's peak", explain);
   Add(parts, "tmp.backward", own.temp_bytes, ComponentKind::kTransient,
-      "the block's incoming and working gradients and its unsharded weight gradients at that peak", explain);
+      "the block's incoming and working gradients and its unsharded weight gradients at that peak",
+      explain);
   return parts;
 }
 
@@ -185,7 +202,8 @@ Parts HeaviestReduceScatter(const Fsdp2Facts& f, bool explain) {
   for (const auto& p : f.block_params) unpadded += p.Elements();
   Add(parts, "grads.block_unsharded", f.param_bytes * unpadded, ComponentKind::kTransient,
       "the block's unsharded weight gradients, copied into the reduce-scatter input", explain);
-  Add(parts, "fsdp.reduce_scatter_input", f.reduce_bytes * f.BlockUnshardedElements(), ComponentKind::kTransient,
+  Add(parts, "fsdp.reduce_scatter_input", f.reduce_bytes * f.BlockUnshardedElements(),
+      ComponentKind::kTransient,
       "the block's reduce-scatter input (reduce_dtype, padded unsharded size)", explain);
   Add(parts, "tmp.backward", 2 * f.tokens / f.tp * f.hidden, ComponentKind::kTransient,
       "the gradient of the block's input", explain);
@@ -199,19 +217,22 @@ Parts HeaviestReduceScatter(const Fsdp2Facts& f, bool explain) {
 Parts RootReduceScatter(const Fsdp2Facts& f, bool explain) {
   Parts parts;
   AddState(f, explain, parts);
-  Add(parts, "grads",
-      f.microbatches > 1 ? GradBytes(f) : 4 * f.BlockShardElements() * f.layers, ComponentKind::kGradients,
-      "fp32 gradient shards of every block", explain);
-  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(), ComponentKind::kTransient,
-      "root group still all-gathered", explain);
+  Add(parts, "grads", f.microbatches > 1 ? GradBytes(f) : 4 * f.BlockShardElements() * f.layers,
+      ComponentKind::kGradients, "fp32 gradient shards of every block", explain);
+  Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(),
+      ComponentKind::kTransient, "root group still all-gathered", explain);
   std::int64_t root_elements = 0;
   for (const auto& p : f.root_params) root_elements += p.Elements();
   Add(parts, "grads.root_unsharded", f.param_bytes * root_elements, ComponentKind::kTransient,
-      "output, final-norm and embedding (dense) weight gradients, copied into the reduce-scatter input", explain);
+      "output, final-norm and embedding (dense) weight gradients, copied into the reduce-scatter "
+      "input",
+      explain);
   Add(parts, "fsdp.reduce_scatter_inputs",
-      f.reduce_bytes * (f.RootUnshardedElements() + f.BlockUnshardedElements()), ComponentKind::kTransient,
+      f.reduce_bytes * (f.RootUnshardedElements() + f.BlockUnshardedElements()),
+      ComponentKind::kTransient,
       "reduce-scatter inputs of the root and of block 0 (held until this one)", explain);
-  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels", explain);
+  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels",
+      explain);
   return parts;
 }
 
@@ -241,7 +262,8 @@ Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& opt
   for (std::size_t i = 0; i < moments.size(); ++i) {
     const std::int64_t total = Total(moments[i].second);
     if (total > Total(moments[best].second)) best = i;
-    if (i + 1 < moments.size()) rank.backward_peak_bytes = std::max(rank.backward_peak_bytes, total);
+    if (i + 1 < moments.size())
+      rank.backward_peak_bytes = std::max(rank.backward_peak_bytes, total);
   }
   rank.step_peak_bytes = Total(moments.back().second);
   rank.pp_rank = 0;
@@ -252,11 +274,18 @@ Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& opt
   rank.in_flight_microbatches = 1;
   for (const auto& c : rank.components) {
     switch (c.kind) {
-      case ComponentKind::kParameters: case ComponentKind::kGradients: case ComponentKind::kOptimizer:
+      case ComponentKind::kParameters:
+      case ComponentKind::kGradients:
+      case ComponentKind::kOptimizer:
         rank.model_state_bytes += c.bytes;
         break;
-      case ComponentKind::kActivations: case ComponentKind::kLogits: rank.activation_bytes += c.bytes; break;
-      case ComponentKind::kTransient: rank.transient_bytes += c.bytes; break;
+      case ComponentKind::kActivations:
+      case ComponentKind::kLogits:
+        rank.activation_bytes += c.bytes;
+        break;
+      case ComponentKind::kTransient:
+        rank.transient_bytes += c.bytes;
+        break;
     }
   }
   rank.dense_bytes = rank.model_state_bytes;
@@ -267,20 +296,23 @@ Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& opt
   e.ranks.push_back(std::move(rank));
   if (explain) {
     e.assumptions = {
-        f.compile_loss ? "torchtitan Llama under FSDP2 (torchtitan 9dec370; the loss compiled as since "
-                         "bbb1b616e): eager RMSNorm/RoPE, flash SDPA, fused cross-entropy on the bf16 logits"
-                       : "torchtitan Llama under FSDP2 (torchtitan 9dec370): eager RMSNorm/RoPE, flash SDPA, "
-                         "cross-entropy on an fp32 copy of the logits",
+        f.compile_loss
+            ? "torchtitan Llama under FSDP2 (torchtitan 9dec370; the loss compiled as since "
+              "bbb1b616e): eager RMSNorm/RoPE, flash SDPA, fused cross-entropy on the bf16 logits"
+            : "torchtitan Llama under FSDP2 (torchtitan 9dec370): eager RMSNorm/RoPE, flash SDPA, "
+              "cross-entropy on an fp32 copy of the logits",
         "foreach AdamW (torchtitan default), gradients set to None at the start of each step",
         "peak of max_allocated; max_reserved comes from replaying the synthesized trace",
     };
     if (f.compile) {
-      e.assumptions.push_back("torch.compile per block: fused RMSNorm, RoPE and SiLU*mul keep no fp32 or "
-                              "pointwise intermediates; the checkpoint policy decides what is saved");
+      e.assumptions.push_back(
+          "torch.compile per block: fused RMSNorm, RoPE and SiLU*mul keep no fp32 or "
+          "pointwise intermediates; the checkpoint policy decides what is saved");
     }
     if (f.float8) {
-      e.assumptions.push_back("float8 linears (torchao) save the same bf16 activations as bf16 linears; fp8 "
-                              "casts are transient");
+      e.assumptions.push_back(
+          "float8 linears (torchao) save the same bf16 activations as bf16 linears; fp8 "
+          "casts are transient");
     }
   }
   return e;

@@ -19,9 +19,9 @@ namespace {
 // Activations of one model chunk for one micro-batch, with the full-recompute and CPU
 // offloading policy (tensors/layer_plan.h) applied.
 struct ChunkActivations {
-  int count[2][2] = {};             // fully stored layers of each kind, [moe][fp8]
-  std::int64_t checkpoint = 0;      // full-recompute checkpoint inputs
-  std::int64_t transient = 0;       // largest backward working set (incl. recompute replay)
+  int count[2][2] = {};         // fully stored layers of each kind, [moe][fp8]
+  std::int64_t checkpoint = 0;  // full-recompute checkpoint inputs
+  std::int64_t transient = 0;   // largest backward working set (incl. recompute replay)
 };
 
 // (Out of line, so that EstimateRank's plain-layers hot path stays as small as it was.)
@@ -82,7 +82,8 @@ void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
        "fp8 Transformer Engine linear weights (uint8 param buffer, fp8_param_gather)");
   push("params.fp8_t", s.fp8_transpose, ComponentKind::kParameters,
        "fp8 transposed copies (Hopper) or TE's cached fp8 weights when params are not fp8");
-  push("buffers", s.buffers, ComponentKind::kParameters, "persistent fp32 buffers (router expert bias)");
+  push("buffers", s.buffers, ComponentKind::kParameters,
+       "persistent fp32 buffers (router expert bias)");
   push("buf.attn_scores", s.attn_score_buffer, ComponentKind::kParameters,
        "MCore local attention's persistent global buffer the scores GEMM is handed (one "
        "[b, heads, s, s] tensor per rank)");
@@ -161,7 +162,8 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
       logits_transient = f.logits_transient + f.output_backward_extra;
       // At the last deferred micro-batch's backward, the earlier ones are held (its own
       // gradient is the logits transient).
-      deferred = std::min(f.deferred_microbatches, f.num_microbatches - 1) * f.deferred_wgrad_per_mb;
+      deferred =
+          std::min(f.deferred_microbatches, f.num_microbatches - 1) * f.deferred_wgrad_per_mb;
     }
   }
   // The held tensors are sum over kinds of (layer-micro-batches x the kind's per-layer
@@ -225,15 +227,18 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
         push_tensor(t, held);
       }
     }
-    push("act.embedding", embedding, ComponentKind::kActivations, "token ids (int64) and embedding dropout mask");
-    push("act.output", output_hidden, ComponentKind::kActivations, "final-norm input and output-layer input");
+    push("act.embedding", embedding, ComponentKind::kActivations,
+         "token ids (int64) and embedding dropout mask");
+    push("act.output", output_hidden, ComponentKind::kActivations,
+         "final-norm input and output-layer input");
     push("act.logits", logits, ComponentKind::kLogits,
          "logits kept for the loss backward (fp32 softmax; bf16 with TE's fused loss)");
     push("act.deferred_wgrad", deferred, ComponentKind::kActivations,
          "defer_embedding_wgrad_compute: output-layer inputs and logits gradients kept for the "
          "wgrad after the pipeline flush");
     push("tmp.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
-         "largest one-layer backward working set (gradients, gathered inputs, recompute replay) or logits gradient");
+         "largest one-layer backward working set (gradients, gathered inputs, recompute replay) or "
+         "logits gradient");
     push("tmp.fsdp", state.fsdp_gather, ComponentKind::kTransient,
          "Megatron-FSDP unsharded parameters of the current and prefetched layer");
   } else {

@@ -98,7 +98,8 @@ std::vector<Finding> StructuralErrors(const Job& job) {
     if (!Applies(rule->info.scope, job.memtune.framework)) continue;
     for (checks::Violation& v : rule->check(job)) {
       errors.push_back(Finding{std::string(rule->info.id), rule->info.severity, std::move(v.fields),
-                               std::move(v.message), std::move(v.fix), std::string(rule->info.source)});
+                               std::move(v.message), std::move(v.fix),
+                               std::string(rule->info.source)});
     }
   }
   return errors;

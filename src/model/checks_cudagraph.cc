@@ -9,9 +9,10 @@ namespace {
 constexpr const char* kImpl = "model.cuda_graph_impl";
 constexpr const char* kScope = "model.cuda_graph_scope";
 
-bool Graphs(const ModelConfig& m) { return m.cuda_graph_impl != "none"; }
+bool Graphs(const ModelConfig& m) { return m.cuda_graph_impl != CudaGraphImpl::kNone; }
 bool PerLayer(const ModelConfig& m) {
-  return m.cuda_graph_impl == "local" || m.cuda_graph_impl == "transformer_engine";
+  return m.cuda_graph_impl == CudaGraphImpl::kLocal ||
+         m.cuda_graph_impl == CudaGraphImpl::kTransformerEngine;
 }
 bool HasScope(const ModelConfig& m, std::string_view scope) {
   return Contains(m.cuda_graph_scope, scope);
@@ -19,7 +20,8 @@ bool HasScope(const ModelConfig& m, std::string_view scope) {
 // The whole layer is captured: full_iteration, or a per-layer impl with an empty scope
 // (the deprecated "full" scope means the same).
 bool WholeLayer(const ModelConfig& m) {
-  return m.cuda_graph_impl == "full_iteration" || m.cuda_graph_scope.empty() || HasScope(m, "full");
+  return m.cuda_graph_impl == CudaGraphImpl::kFullIteration || m.cuda_graph_scope.empty() ||
+         HasScope(m, "full");
 }
 bool AllMoe(const ModelConfig& m) {
   if (m.moe_layer_freq_is_list) {
@@ -31,17 +33,7 @@ bool AllMoe(const ModelConfig& m) {
   return m.moe_layer_freq.empty() || m.moe_layer_freq[0] == 1;
 }
 Fields ImplScope(const ModelConfig& m) {
-  return {{kImpl, m.cuda_graph_impl}, {kScope, List(m.cuda_graph_scope)}};
-}
-
-Violations ImplValid(const Job& job) {
-  const auto& impl = job.model.cuda_graph_impl;
-  if (impl == "none" || impl == "local" || impl == "transformer_engine" ||
-      impl == "full_iteration") {
-    return {};
-  }
-  return {One(kImpl, impl, "Invalid cuda graph implementation: " + impl,
-              "set cuda_graph_impl to one of: none, local, transformer_engine, full_iteration")};
+  return {{kImpl, NameOf(m.cuda_graph_impl)}, {kScope, List(m.cuda_graph_scope)}};
 }
 
 // MCore cuda_graphs.py normalize_cuda_graph_modules (CudaGraphModule names).
@@ -60,7 +52,7 @@ Violations ScopeValid(const Job& job) {
 
 Violations FullIterationScope(const Job& job) {
   const auto& m = job.model;
-  if (m.cuda_graph_impl != "full_iteration" || m.cuda_graph_scope.empty()) return {};
+  if (m.cuda_graph_impl != CudaGraphImpl::kFullIteration || m.cuda_graph_scope.empty()) return {};
   return {Violation{ImplScope(m),
                     "cuda_graph_modules must be empty when cuda_graph_impl=\"full_iteration\"",
                     "set cuda_graph_scope: []"}};
@@ -69,10 +61,10 @@ Violations FullIterationScope(const Job& job) {
 Violations FullRecompute(const Job& job) {
   const auto& m = job.model;
   if (!Graphs(m) || m.recompute_granularity != RecomputeGranularity::kFull ||
-      m.cuda_graph_impl == "full_iteration") {
+      m.cuda_graph_impl == CudaGraphImpl::kFullIteration) {
     return {};
   }
-  return {Violation{{{kImpl, m.cuda_graph_impl}, {"model.recompute_granularity", "full"}},
+  return {Violation{{{kImpl, NameOf(m.cuda_graph_impl)}, {"model.recompute_granularity", "full"}},
                     "full recompute is only supported with full iteration CUDA graph",
                     "set cuda_graph_impl: full_iteration (or none), or use selective recompute"}};
 }
@@ -86,7 +78,7 @@ Violations MoeScopes(const Job& job) {
                             "cuda_graph_modules must not contain both moe and moe_router",
                             "keep one of moe / moe_router in cuda_graph_scope"});
   }
-  if (m.cuda_graph_impl == "transformer_engine" && HasScope(m, "moe_preprocess") &&
+  if (m.cuda_graph_impl == CudaGraphImpl::kTransformerEngine && HasScope(m, "moe_preprocess") &&
       !HasScope(m, "moe_router")) {
     out.push_back(Violation{ImplScope(m),
                             "moe_preprocess cuda graph is only supported with moe_router cuda "
@@ -143,7 +135,7 @@ Violations DropoutRecompute(const Job& job) {
 
 Violations MoeRecomputeRouter(const Job& job) {
   const auto& m = job.model;
-  if (m.cuda_graph_impl != "transformer_engine" ||
+  if (m.cuda_graph_impl != CudaGraphImpl::kTransformerEngine ||
       m.recompute_granularity != RecomputeGranularity::kSelective ||
       !Contains(m.recompute_modules, "moe") || !HasScope(m, "moe_router")) {
     return {};
@@ -156,7 +148,8 @@ Violations MoeRecomputeRouter(const Job& job) {
 
 Violations EpOverlapScope(const Job& job) {
   const auto& m = job.model;
-  if (!m.overlap_moe_expert_parallel_comm || m.cuda_graph_impl != "transformer_engine" ||
+  if (!m.overlap_moe_expert_parallel_comm ||
+      m.cuda_graph_impl != CudaGraphImpl::kTransformerEngine ||
       (!HasScope(m, "moe") && !HasScope(m, "mlp"))) {
     return {};
   }
@@ -180,13 +173,16 @@ std::string ExpandableVar(const Job& job) {
 // The launch environment's allocator config must parse as PyTorch parses it: PyTorch raises
 // at the first CUDA allocation otherwise (e.g. expandable_segments:true, "=" for ":").
 Violations AllocConfValid(const Job& job) {
-  auto env = alloc::AllocatorConfigFromEnv(job.memtune.env, alloc::kDefaultTorchVersion, "memtune.env.");
+  auto env =
+      alloc::AllocatorConfigFromEnv(job.memtune.env, alloc::kDefaultTorchVersion, "memtune.env.");
   if (env) return {};
   const Error& e = env.error();
-  const std::string var = e.field.substr(0, e.field.find(' ')).substr(std::string("memtune.env.").size());
-  return {Violation{{{"memtune.env." + var, job.memtune.env.at(var)}},
-                    "PyTorch " + alloc::kDefaultTorchVersion.ToString() + " rejects " + var + ": " + e.message,
-                    e.hint.empty() ? "use PyTorch's spelling, e.g. expandable_segments:True" : e.hint}};
+  const std::string var =
+      e.field.substr(0, e.field.find(' ')).substr(std::string("memtune.env.").size());
+  return {Violation{
+      {{"memtune.env." + var, job.memtune.env.at(var)}},
+      "PyTorch " + alloc::kDefaultTorchVersion.ToString() + " rejects " + var + ": " + e.message,
+      e.hint.empty() ? "use PyTorch's spelling, e.g. expandable_segments:True" : e.hint}};
 }
 
 Violations ExpandableWithNcclUb(const Job& job) {
@@ -207,7 +203,8 @@ bool GraphRegisterOff(const Job& job) {
 // MCore asserts it for transformer_engine graphs on every GPU (arguments.py and
 // TECudaGraphHelper); the playbook requires it for every impl before Blackwell.
 bool GraphRegisterRequired(const Job& job) {
-  return job.model.cuda_graph_impl == "transformer_engine" || !IsBlackwellGpu(job.memtune.gpu);
+  return job.model.cuda_graph_impl == CudaGraphImpl::kTransformerEngine ||
+         !IsBlackwellGpu(job.memtune.gpu);
 }
 
 Violations GraphRegister(const Job& job, bool required) {
@@ -216,7 +213,7 @@ Violations GraphRegister(const Job& job, bool required) {
   if (!Graphs(m) || var.empty() || GraphRegisterOff(job)) return {};
   if (GraphRegisterRequired(job) != required) return {};
   return {
-      Violation{{{kImpl, m.cuda_graph_impl},
+      Violation{{{kImpl, NameOf(m.cuda_graph_impl)},
                  {"memtune.env." + var, job.memtune.env.at(var)},
                  {"memtune.env.NCCL_GRAPH_REGISTER", job.memtune.env.count("NCCL_GRAPH_REGISTER")
                                                          ? job.memtune.env.at("NCCL_GRAPH_REGISTER")
@@ -230,10 +227,6 @@ Violations GraphRegisterRequiredRule(const Job& job) { return GraphRegister(job,
 Violations GraphRegisterAdvisedRule(const Job& job) { return GraphRegister(job, false); }
 
 constexpr Rule kRules[] = {
-    {{"cudagraph.impl-valid", Severity::kError, RuleScope::kMegatron,
-      "cuda_graph_impl is none | local | transformer_engine | full_iteration", "use a known impl",
-      kMcoreTransformer},
-     ImplValid},
     {{"cudagraph.scope-valid", Severity::kError, RuleScope::kMegatron,
       "cuda_graph_scope entries are attn | mlp | moe | moe_router | moe_preprocess | mamba",
       "remove unknown scopes", "MCore cuda_graphs.normalize_cuda_graph_modules"},

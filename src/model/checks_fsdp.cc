@@ -111,7 +111,8 @@ Violations MegatronLeversIgnored(const Job& job) {
     fields.emplace_back("model.virtual_pipeline_model_parallel_size",
                         Opt(m.virtual_pipeline_model_parallel_size));
   }
-  if (m.cuda_graph_impl != "none") fields.emplace_back("model.cuda_graph_impl", m.cuda_graph_impl);
+  if (m.cuda_graph_impl != CudaGraphImpl::kNone)
+    fields.emplace_back("model.cuda_graph_impl", NameOf(m.cuda_graph_impl));
   if (job.ddp.use_megatron_fsdp) fields.emplace_back("ddp.use_megatron_fsdp", "true");
   // PEFT and Megatron's FP8/FP4 training: the fsdp2 estimate is full bf16 training (its
   // float8 lever is memtune.fsdp2.float8); these changed nothing, without a word.
@@ -139,7 +140,8 @@ constexpr Rule kRules[] = {
      DistOptInstances},
     {{"fsdp.shard-degree", Severity::kError, RuleScope::kFsdp2,
       "world_size % (shard_degree*TP*PP*CP) == 0 (dp_replicate is an integer)",
-      "choose a shard_degree dividing world/(TP*PP*CP)", "torchtitan ParallelDims._validate", kBlocksEstimate},
+      "choose a shard_degree dividing world/(TP*PP*CP)", "torchtitan ParallelDims._validate",
+      kBlocksEstimate},
      ShardDegree},
     {{"fsdp.activation-checkpoint", Severity::kError, RuleScope::kFsdp2,
       "activation_checkpoint is none | selective_op | selective_layer | full", "use a listed mode",
@@ -147,11 +149,12 @@ constexpr Rule kRules[] = {
      ActivationCheckpoint},
     {{"fsdp.compile-loss", Severity::kError, RuleScope::kFsdp2,
       "compile_loss needs compile (torchtitan compiles the loss with the model)",
-      "set compile: true or compile_loss: false", "torchtitan components/loss.py build_cross_entropy_loss",
-      kBlocksEstimate},
+      "set compile: true or compile_loss: false",
+      "torchtitan components/loss.py build_cross_entropy_loss", kBlocksEstimate},
      CompileLoss},
     {{"fsdp.megatron-levers-ignored", Severity::kWarning, RuleScope::kFsdp2,
-      "Megatron recompute/offload/VPP/CUDA-graph/Megatron-FSDP/PEFT/FP8/FP4 fields do not apply to FSDP2",
+      "Megatron recompute/offload/VPP/CUDA-graph/Megatron-FSDP/PEFT/FP8/FP4 fields do not apply to "
+      "FSDP2",
       "use memtune.fsdp2 fields", "memtune job format (framework: fsdp2)"},
      MegatronLeversIgnored},
 };

@@ -42,12 +42,14 @@ Violations WithRecompute(const Job& job) {
 
 Violations WithCudaGraphs(const Job& job) {
   const auto& m = job.model;
-  if (!m.cpu_offloading || m.cuda_graph_impl == "none" || m.cuda_graph_impl == "full_iteration") {
+  if (!m.cpu_offloading || m.cuda_graph_impl == CudaGraphImpl::kNone ||
+      m.cuda_graph_impl == CudaGraphImpl::kFullIteration) {
     return {};
   }
-  return {Violation{{{kCpuOffloading, "true"}, {"model.cuda_graph_impl", m.cuda_graph_impl}},
-                    "CUDA graphs not supported with CPU offloading",
-                    "set cuda_graph_impl: none (or full_iteration), or cpu_offloading: false"}};
+  return {
+      Violation{{{kCpuOffloading, "true"}, {"model.cuda_graph_impl", NameOf(m.cuda_graph_impl)}},
+                "CUDA graphs not supported with CPU offloading",
+                "set cuda_graph_impl: none (or full_iteration), or cpu_offloading: false"}};
 }
 
 // MCore offloads `cpu_offloading_num_layers` layers' activations and/or weights: with zero
@@ -152,12 +154,12 @@ Violations FusedGroupMlp(const Job& job) {
 // MCore TransformerConfig.__post_init__, CUDA-graph block, fine-grained offloading part.
 Violations FineGrainedCudaGraph(const Job& job) {
   const auto& m = job.model;
-  if (!m.fine_grained_activation_offloading || m.cuda_graph_impl == "none") return {};
+  if (!m.fine_grained_activation_offloading || m.cuda_graph_impl == CudaGraphImpl::kNone) return {};
   Violations out;
-  const Fields base = {{"model.cuda_graph_impl", m.cuda_graph_impl},
+  const Fields base = {{"model.cuda_graph_impl", NameOf(m.cuda_graph_impl)},
                        {"model.cuda_graph_scope", List(m.cuda_graph_scope)},
                        {kOffloadModules, List(m.offload_modules)}};
-  if (m.cuda_graph_impl == "local") {
+  if (m.cuda_graph_impl == CudaGraphImpl::kLocal) {
     std::vector<std::string> unsupported;
     for (const std::string& module : m.offload_modules) {
       if (module != "expert_fc1" && module != "moe_act" && module != "fused_group_mlp") {

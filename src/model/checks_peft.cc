@@ -28,7 +28,8 @@ std::vector<std::string> GlobalReasons(const Job& job) {
   if (m.recompute_granularity == RecomputeGranularity::kFull) {
     reasons.push_back("full recompute checkpoints the adapters");
   }
-  if (m.cuda_graph_impl != "none") reasons.push_back("cuda_graph_impl is " + m.cuda_graph_impl);
+  if (m.cuda_graph_impl != CudaGraphImpl::kNone)
+    reasons.push_back(std::string("cuda_graph_impl is ") + NameOf(m.cuda_graph_impl));
   if (m.cpu_offloading && m.cpu_offloading_activations) {
     reasons.push_back("CPU activation offloading is on");
   }

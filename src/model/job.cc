@@ -5,22 +5,30 @@ namespace memtune::model {
 
 int DtypeBytes(Dtype dtype) {
   switch (dtype) {
-    case Dtype::kFp32: return 4;
+    case Dtype::kFp32:
+      return 4;
     case Dtype::kBf16:
-    case Dtype::kFp16: return 2;
+    case Dtype::kFp16:
+      return 2;
     case Dtype::kFp8:
-    case Dtype::kFp4: return 1;
+    case Dtype::kFp4:
+      return 1;
   }
   return 4;
 }
 
 const char* DtypeName(Dtype dtype) {
   switch (dtype) {
-    case Dtype::kFp32: return "fp32";
-    case Dtype::kBf16: return "bf16";
-    case Dtype::kFp16: return "fp16";
-    case Dtype::kFp8: return "fp8";
-    case Dtype::kFp4: return "fp4";
+    case Dtype::kFp32:
+      return "fp32";
+    case Dtype::kBf16:
+      return "bf16";
+    case Dtype::kFp16:
+      return "fp16";
+    case Dtype::kFp8:
+      return "fp8";
+    case Dtype::kFp4:
+      return "fp4";
   }
   return "fp32";
 }
@@ -56,6 +64,15 @@ std::span<const EnumName<CrossEntropyFusionImpl>> EnumNames(CrossEntropyFusionIm
   return kNames;
 }
 
+std::span<const EnumName<CudaGraphImpl>> EnumNames(CudaGraphImpl) {
+  static constexpr EnumName<CudaGraphImpl> kNames[] = {
+      {"none", CudaGraphImpl::kNone},
+      {"local", CudaGraphImpl::kLocal},
+      {"transformer_engine", CudaGraphImpl::kTransformerEngine},
+      {"full_iteration", CudaGraphImpl::kFullIteration}};
+  return kNames;
+}
+
 int DataParallelSize(const Job& job) {
   const auto& m = job.model;
   const int model_parallel =
@@ -70,8 +87,8 @@ int ExpertTensorParallelSize(const Job& job) {
 
 int ExpertDataParallelSize(const Job& job) {
   const auto& m = job.model;
-  const int denom = m.pipeline_model_parallel_size * m.expert_model_parallel_size *
-                    ExpertTensorParallelSize(job);
+  const int denom =
+      m.pipeline_model_parallel_size * m.expert_model_parallel_size * ExpertTensorParallelSize(job);
   if (denom <= 0 || job.memtune.world_size <= 0) return 1;
   return job.memtune.world_size / denom;
 }

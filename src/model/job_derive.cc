@@ -127,12 +127,24 @@ namespace {
 // The fields the FSDP2 (torchtitan) model reads (src/estimate/fsdp2_tensors.cc); the
 // other Megatron defaults do not change an fsdp2 job's result.
 bool Fsdp2Reads(const std::string& path) {
-  static const char* const kRead[] = {
-      "model.num_layers", "model.hidden_size", "model.ffn_hidden_size", "model.num_attention_heads",
-      "model.num_query_groups", "model.kv_channels", "model.vocab_size", "model.make_vocab_size_divisible_by",
-      "model.should_pad_vocab", "model.share_embeddings_and_output_weights", "model.gated_linear_unit",
-      "model.activation_func", "model.normalization", "model.add_bias_linear", "model.add_qkv_bias",
-      "model.qk_layernorm", "model.tensor_model_parallel_size", "model.seq_length"};
+  static const char* const kRead[] = {"model.num_layers",
+                                      "model.hidden_size",
+                                      "model.ffn_hidden_size",
+                                      "model.num_attention_heads",
+                                      "model.num_query_groups",
+                                      "model.kv_channels",
+                                      "model.vocab_size",
+                                      "model.make_vocab_size_divisible_by",
+                                      "model.should_pad_vocab",
+                                      "model.share_embeddings_and_output_weights",
+                                      "model.gated_linear_unit",
+                                      "model.activation_func",
+                                      "model.normalization",
+                                      "model.add_bias_linear",
+                                      "model.add_qkv_bias",
+                                      "model.qk_layernorm",
+                                      "model.tensor_model_parallel_size",
+                                      "model.seq_length"};
   if (path.rfind("train.", 0) == 0 || path.rfind("memtune.", 0) == 0) return true;
   for (const char* read : kRead) {
     if (path == read) return true;

@@ -160,32 +160,32 @@ SectionSpec BuildPeft() {
 
 // memtune.gpu_memory_bytes: an integer or a size with a unit ("80GiB").
 FieldSpec GpuMemoryField() {
-  FieldSpec f{"gpu_memory_bytes",
-              [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
-                if (n.IsNull()) {
-                  j.memtune.gpu_memory_bytes.reset();
-                  return OkStatus();
-                }
-                if (n.IsScalar() && IsQuoted(n)) {
-                  MEMTUNE_TRY(const std::int64_t bytes, ParseBytes(n.Scalar(), p));
-                  // The same range as the integer form: "0.1B" rounds to 0, "2048TiB" is
-                  // beyond the largest capacity memtune models.
-                  if (bytes < 1 || bytes > kMaxDeviceBytes) {
-                    return InvalidConfig(
-                        p, p + " = '" + n.Scalar() + "' (" + FormatWithCommas(bytes) +
-                               " bytes) is out of range",
-                        "allowed: 1 to " + FormatWithCommas(kMaxDeviceBytes) + " bytes");
-                  }
-                  j.memtune.gpu_memory_bytes = bytes;
-                  return OkStatus();
-                }
-                MEMTUNE_TRY(j.memtune.gpu_memory_bytes, ToInt(n, p, 1, kMaxDeviceBytes));
-                return OkStatus();
-              },
-              [](const Job& j) {
-                return j.memtune.gpu_memory_bytes ? Json(*j.memtune.gpu_memory_bytes)
-                                                  : Json(nullptr);
-              }};
+  FieldSpec f{
+      "gpu_memory_bytes",
+      [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+        if (n.IsNull()) {
+          j.memtune.gpu_memory_bytes.reset();
+          return OkStatus();
+        }
+        if (n.IsScalar() && IsQuoted(n)) {
+          MEMTUNE_TRY(const std::int64_t bytes, ParseBytes(n.Scalar(), p));
+          // The same range as the integer form: "0.1B" rounds to 0, "2048TiB" is
+          // beyond the largest capacity memtune models.
+          if (bytes < 1 || bytes > kMaxDeviceBytes) {
+            return InvalidConfig(p,
+                                 p + " = '" + n.Scalar() + "' (" + FormatWithCommas(bytes) +
+                                     " bytes) is out of range",
+                                 "allowed: 1 to " + FormatWithCommas(kMaxDeviceBytes) + " bytes");
+          }
+          j.memtune.gpu_memory_bytes = bytes;
+          return OkStatus();
+        }
+        MEMTUNE_TRY(j.memtune.gpu_memory_bytes, ToInt(n, p, 1, kMaxDeviceBytes));
+        return OkStatus();
+      },
+      [](const Job& j) {
+        return j.memtune.gpu_memory_bytes ? Json(*j.memtune.gpu_memory_bytes) : Json(nullptr);
+      }};
   f.null_is_value = true;
   return f;
 }
@@ -235,25 +235,27 @@ SectionSpec BuildFsdp2() {
   const auto f =
       Bind<Fsdp2Config>([](JobSpec& j) -> Fsdp2Config& { return j.memtune.fsdp2; },
                         [](const Job& j) -> const Fsdp2Config& { return j.memtune.fsdp2; });
-  return {"memtune.fsdp2",
-          {Memory(ShardDegreeField(), "world / (tp * pp * cp)", IsFsdp2),
-           Memory(f.Bool("reshard_after_forward", &Fsdp2Config::reshard_after_forward),
-                  "torchtitan", IsFsdp2),
-           Memory(f.DtypeField("param_dtype", &Fsdp2Config::param_dtype,
-                               {Dtype::kFp32, Dtype::kBf16, Dtype::kFp16}),
-                  "torchtitan", IsFsdp2),
-           Memory(f.DtypeField("reduce_dtype", &Fsdp2Config::reduce_dtype,
-                               {Dtype::kFp32, Dtype::kBf16, Dtype::kFp16}),
-                  "torchtitan", IsFsdp2),
-           Memory(f.Enum("activation_checkpoint", &Fsdp2Config::activation_checkpoint,
-                         {"none", "selective_op", "selective_layer", "full"}),
-                  "torchtitan", IsFsdp2),
-           f.Bool("float8", &Fsdp2Config::float8), f.Bool("compile", &Fsdp2Config::compile),
-           Memory(f.Bool("compile_loss", &Fsdp2Config::compile_loss),
-                  "torchtitan 9dec370, its published benchmarks; since bbb1b616e (2025-04) compile also "
-                  "compiles the loss: set true",
-                  IsCompiledFsdp2)},
-          true};
+  return {
+      "memtune.fsdp2",
+      {Memory(ShardDegreeField(), "world / (tp * pp * cp)", IsFsdp2),
+       Memory(f.Bool("reshard_after_forward", &Fsdp2Config::reshard_after_forward), "torchtitan",
+              IsFsdp2),
+       Memory(f.DtypeField("param_dtype", &Fsdp2Config::param_dtype,
+                           {Dtype::kFp32, Dtype::kBf16, Dtype::kFp16}),
+              "torchtitan", IsFsdp2),
+       Memory(f.DtypeField("reduce_dtype", &Fsdp2Config::reduce_dtype,
+                           {Dtype::kFp32, Dtype::kBf16, Dtype::kFp16}),
+              "torchtitan", IsFsdp2),
+       Memory(f.Enum("activation_checkpoint", &Fsdp2Config::activation_checkpoint,
+                     {"none", "selective_op", "selective_layer", "full"}),
+              "torchtitan", IsFsdp2),
+       f.Bool("float8", &Fsdp2Config::float8), f.Bool("compile", &Fsdp2Config::compile),
+       Memory(
+           f.Bool("compile_loss", &Fsdp2Config::compile_loss),
+           "torchtitan 9dec370, its published benchmarks; since bbb1b616e (2025-04) compile also "
+           "compiles the loss: set true",
+           IsCompiledFsdp2)},
+      true};
 }
 
 SectionSpec BuildMemtune() {

@@ -10,7 +10,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::string Gb(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9); }
+std::string Gb(std::int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9);
+}
 
 std::string ModeName(const synth::AllocatorRun& run) {
   return run.expandable_segments ? "expandable" : "native";
@@ -24,7 +26,8 @@ void AppendRow(std::string& out, const char* name, const synth::Forecast& f,
 }
 
 std::string ConfText(const assess::ModeVerdict& v) {
-  return v.alloc_conf.empty() ? "PYTORCH_CUDA_ALLOC_CONF unset" : "PYTORCH_CUDA_ALLOC_CONF=" + v.alloc_conf;
+  return v.alloc_conf.empty() ? "PYTORCH_CUDA_ALLOC_CONF unset"
+                              : "PYTORCH_CUDA_ALLOC_CONF=" + v.alloc_conf;
 }
 
 void AppendVerdict(std::string& out, const assess::ModeVerdict& v) {
@@ -35,11 +38,13 @@ void AppendVerdict(std::string& out, const assess::ModeVerdict& v) {
       return;
     case assess::VerdictState::kAtRisk:
       out += fmt::format(
-          "at risk, {} GB to spare on pipeline rank {}, within the prediction's {} GB uncertainty (at {})\n",
+          "at risk, {} GB to spare on pipeline rank {}, within the prediction's {} GB uncertainty "
+          "(at {})\n",
           Gb(v.margin_bytes), v.pp_rank, Gb(v.uncertainty_bytes), v.moment);
       return;
     case assess::VerdictState::kOom:
-      out += fmt::format("OOM on pipeline rank {} at {}, {} GB short\n", v.pp_rank, v.moment, Gb(-v.margin_bytes));
+      out += fmt::format("OOM on pipeline rank {} at {}, {} GB short\n", v.pp_rank, v.moment,
+                         Gb(-v.margin_bytes));
       out += fmt::format("  torch.OutOfMemoryError: {}\n", v.oom_message);
       return;
   }
@@ -50,12 +55,14 @@ void AppendVerdict(std::string& out, const assess::ModeVerdict& v) {
 void AppendForecastText(std::string& out, const assess::Assessment& a, const synth::Forecast& f) {
   const estimate::Estimate& e = a.estimate;
   if (f.stages.empty()) return;
-  out += fmt::format("\nallocator: replay of start-up + {} iterations per rank (PyTorch {} caching allocator)\n",
-                     f.iterations, f.torch_version.ToString());
+  out += fmt::format(
+      "\nallocator: replay of start-up + {} iterations per rank (PyTorch {} caching allocator)\n",
+      f.iterations, f.torch_version.ToString());
   out += fmt::format("{:<26}", "GB (1e9)");
   for (const auto& s : f.stages) out += fmt::format(" {:>9}", fmt::format("rank {}", s.pp_rank));
   out += "\n";
-  AppendRow(out, "peak allocated (trace)", f, [](const synth::StageForecast& s) { return Gb(s.peak_allocated_bytes); });
+  AppendRow(out, "peak allocated (trace)", f,
+            [](const synth::StageForecast& s) { return Gb(s.peak_allocated_bytes); });
   // Megatron-LM and Bridge print "(after N iterations) memory" with the never-reset peak:
   // show the trace's peak through each earlier iteration, next to the whole run's.
   for (int i = 0; i + 1 < f.iterations; ++i) {
@@ -67,41 +74,53 @@ void AppendForecastText(std::string& out, const assess::Assessment& a, const syn
     out += "\n";
   }
   const bool own_expandable = f.stages.front().own.expandable_segments;
-  auto reserved = [](const synth::AllocatorRun& r) { return r.oom ? std::string("OOM") : Gb(r.peak_reserved_bytes); };
-  auto unallocated = [](const synth::AllocatorRun& r) { return r.oom ? std::string("-") : Gb(r.unallocated_at_peak_bytes); };
+  auto reserved = [](const synth::AllocatorRun& r) {
+    return r.oom ? std::string("OOM") : Gb(r.peak_reserved_bytes);
+  };
+  auto unallocated = [](const synth::AllocatorRun& r) {
+    return r.oom ? std::string("-") : Gb(r.unallocated_at_peak_bytes);
+  };
   const std::string own_name = "reserved, " + ModeName(f.stages.front().own) + " (job)";
   const std::string other_name = "reserved, " + ModeName(f.stages.front().other);
   out += fmt::format("{:<26}", own_name);
   for (const auto& s : f.stages) out += fmt::format(" {:>9}", reserved(s.own));
   out += fmt::format("\n{:<26}", other_name);
   for (const auto& s : f.stages) out += fmt::format(" {:>9}", reserved(s.other));
-  out += fmt::format("\n{:<26}", own_expandable ? "unallocated, expandable" : "unallocated, native");
+  out +=
+      fmt::format("\n{:<26}", own_expandable ? "unallocated, expandable" : "unallocated, native");
   for (const auto& s : f.stages) out += fmt::format(" {:>9}", unallocated(s.own));
-  out += fmt::format("\n{:<26}", own_expandable ? "unallocated, native" : "unallocated, expandable");
+  out +=
+      fmt::format("\n{:<26}", own_expandable ? "unallocated, native" : "unallocated, expandable");
   for (const auto& s : f.stages) out += fmt::format(" {:>9}", unallocated(s.other));
   out += "\n";
   const synth::StageForecast& peak = f.stages[f.peak_pp_rank];
-  out += fmt::format("peak allocated: pipeline rank {}, {} GB at {} (estimator: {} GB)\n", peak.pp_rank,
-                     Gb(peak.peak_allocated_bytes), peak.peak_allocated_event, Gb(e.peak_allocated_bytes));
+  out += fmt::format("peak allocated: pipeline rank {}, {} GB at {} (estimator: {} GB)\n",
+                     peak.pp_rank, Gb(peak.peak_allocated_bytes), peak.peak_allocated_event,
+                     Gb(e.peak_allocated_bytes));
   if (f.iterations > 1) {
-    out += "through iteration 1: the peak a memory report after the first step prints, such as Megatron's "
-           "\"(after 1 iterations)\" (optimizer state is created at that step)\n";
+    out +=
+        "through iteration 1: the peak a memory report after the first step prints, such as "
+        "Megatron's "
+        "\"(after 1 iterations)\" (optimizer state is created at that step)\n";
   }
   if (f.capacity_bytes <= 0) {
     out += "verdict: unknown (no GPU given: set memtune.gpu or memtune.gpu_memory_bytes)\n";
     return;
   }
-  out += fmt::format("verdict against {} GB usable ({} GB capacity - {} GB CUDA context and non-PyTorch):\n",
-                     Gb(f.capacity_bytes - f.non_pytorch_bytes), Gb(f.capacity_bytes), Gb(f.non_pytorch_bytes));
+  out += fmt::format(
+      "verdict against {} GB usable ({} GB capacity - {} GB CUDA context and non-PyTorch):\n",
+      Gb(f.capacity_bytes - f.non_pytorch_bytes), Gb(f.capacity_bytes), Gb(f.non_pytorch_bytes));
   for (const assess::ModeVerdict& v : a.verdicts) AppendVerdict(out, v);
   for (const assess::Advice& advice : a.advice) {
-    out += fmt::format("advice: {} (memory-tuning playbook, {})\n", advice.text, advice.playbook_step);
+    out +=
+        fmt::format("advice: {} (memory-tuning playbook, {})\n", advice.text, advice.playbook_step);
   }
 }
 
 ordered_json VerdictJson(const assess::Assessment& a) {
   ordered_json j = ordered_json::object();
-  for (assess::AllocatorMode mode : {assess::AllocatorMode::kNative, assess::AllocatorMode::kExpandable}) {
+  for (assess::AllocatorMode mode :
+       {assess::AllocatorMode::kNative, assess::AllocatorMode::kExpandable}) {
     const assess::ModeVerdict* v = assess::FindVerdict(a, mode);
     if (v == nullptr) continue;
     ordered_json o;
@@ -124,7 +143,8 @@ ordered_json AdviceJson(const assess::Assessment& a) {
     o["id"] = advice.id;
     o["playbook_step"] = advice.playbook_step;
     ordered_json changes = ordered_json::object();
-    for (const assess::FieldChange& c : advice.changes) changes[c.field] = ordered_json::parse(c.value_json);
+    for (const assess::FieldChange& c : advice.changes)
+      changes[c.field] = ordered_json::parse(c.value_json);
     o["changes"] = changes;
     o["effect_bytes"] = advice.effect_bytes;
     o["text"] = advice.text;
@@ -136,7 +156,8 @@ ordered_json AdviceJson(const assess::Assessment& a) {
 void AddForecastJson(ordered_json& j, const synth::Forecast& f) {
   if (f.stages.empty()) return;
   const int rank = j["peak"]["pp_rank"].get<int>();
-  const synth::StageForecast& s = f.stages[rank < static_cast<int>(f.stages.size()) ? rank : f.peak_pp_rank];
+  const synth::StageForecast& s =
+      f.stages[rank < static_cast<int>(f.stages.size()) ? rank : f.peak_pp_rank];
   auto run_json = [](const synth::AllocatorRun& r) {
     ordered_json o;
     o["alloc_conf"] = r.alloc_conf;

@@ -12,12 +12,18 @@ using nlohmann::ordered_json;
 
 const char* KindName(estimate::ComponentKind kind) {
   switch (kind) {
-    case estimate::ComponentKind::kParameters: return "parameters";
-    case estimate::ComponentKind::kGradients: return "gradients";
-    case estimate::ComponentKind::kOptimizer: return "optimizer";
-    case estimate::ComponentKind::kActivations: return "activations";
-    case estimate::ComponentKind::kLogits: return "logits";
-    case estimate::ComponentKind::kTransient: return "transient";
+    case estimate::ComponentKind::kParameters:
+      return "parameters";
+    case estimate::ComponentKind::kGradients:
+      return "gradients";
+    case estimate::ComponentKind::kOptimizer:
+      return "optimizer";
+    case estimate::ComponentKind::kActivations:
+      return "activations";
+    case estimate::ComponentKind::kLogits:
+      return "logits";
+    case estimate::ComponentKind::kTransient:
+      return "transient";
   }
   return "parameters";
 }
@@ -35,16 +41,23 @@ ordered_json RankJson(const estimate::RankEstimate& r) {
   ordered_json components = ordered_json::object(), details = ordered_json::array();
   for (const auto& c : r.components) {
     components[std::string(c.name)] = c.bytes;
-    details.push_back({{"name", c.name}, {"bytes", c.bytes}, {"kind", KindName(c.kind)},
-                       {"expert", c.expert}, {"explanation", c.explanation}});
+    details.push_back({{"name", c.name},
+                       {"bytes", c.bytes},
+                       {"kind", KindName(c.kind)},
+                       {"expert", c.expert},
+                       {"explanation", c.explanation}});
   }
   j["components"] = components;
   j["component_details"] = details;
   return j;
 }
 
-ordered_json Nullable(const std::optional<std::int64_t>& v) { return v ? ordered_json(*v) : ordered_json(); }
-ordered_json Nullable(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(); }
+ordered_json Nullable(const std::optional<std::int64_t>& v) {
+  return v ? ordered_json(*v) : ordered_json();
+}
+ordered_json Nullable(const std::optional<double>& v) {
+  return v ? ordered_json(*v) : ordered_json();
+}
 
 ordered_json PredictionJson(const assess::Prediction& p) {
   ordered_json j;
@@ -112,7 +125,8 @@ std::string RenderValidateJson(const assess::ValidationReport& report) {
     row["metric"] = c.measured.metric;
     row["rank"] = c.measured.rank;
     row["measured_bytes"] = c.measured.measured_bytes;
-    if (c.after_iterations > 0) row["after_iterations"] = c.after_iterations;  // the report predicted
+    if (c.after_iterations > 0)
+      row["after_iterations"] = c.after_iterations;  // the report predicted
     const assess::Prediction& p = c.accurate;
     row["predicted_bytes"] = Nullable(p.predicted_bytes);
     row["error_pct"] = Nullable(p.error_pct);

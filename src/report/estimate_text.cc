@@ -13,14 +13,17 @@
 namespace memtune::report {
 namespace {
 
-std::string Gb(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9); }
+std::string Gb(std::int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9);
+}
 
 // Component names in first-seen order over all ranks, with their explanation.
 std::vector<std::pair<std::string, std::string>> ComponentRows(const estimate::Estimate& e) {
   std::vector<std::pair<std::string, std::string>> rows;
   for (const auto& rank : e.ranks) {
     for (const auto& c : rank.components) {
-      const bool seen = std::any_of(rows.begin(), rows.end(), [&](const auto& r) { return r.first == c.name; });
+      const bool seen =
+          std::any_of(rows.begin(), rows.end(), [&](const auto& r) { return r.first == c.name; });
       if (!seen) rows.emplace_back(c.name, c.explanation);
     }
   }
@@ -39,7 +42,8 @@ void AppendTable(std::string& out, const estimate::Estimate& e) {
   std::size_t width = 10;
   for (const auto& r : rows) width = std::max(width, r.first.size());
   out += fmt::format("{:<{}}", "GB (1e9)", width);
-  for (const auto& rank : e.ranks) out += fmt::format(" {:>9}", fmt::format("rank {}", rank.pp_rank));
+  for (const auto& rank : e.ranks)
+    out += fmt::format(" {:>9}", fmt::format("rank {}", rank.pp_rank));
   out += "\n";
   for (const auto& [name, _] : rows) {
     out += fmt::format("{:<{}}", name, width);
@@ -68,10 +72,12 @@ void AppendTable(std::string& out, const estimate::Estimate& e) {
     out += "\n";
   }
   out += "\ncomponents:\n";
-  for (const auto& [name, explanation] : rows) out += fmt::format("  {:<{}}  {}\n", name, width, explanation);
+  for (const auto& [name, explanation] : rows)
+    out += fmt::format("  {:<{}}  {}\n", name, width, explanation);
 }
 
-void AppendVerdict(std::string& out, const assess::Assessment& a, const EstimateReportContext& ctx) {
+void AppendVerdict(std::string& out, const assess::Assessment& a,
+                   const EstimateReportContext& ctx) {
   const estimate::Estimate& e = a.estimate;
   const std::int64_t peak = e.peak_allocated_bytes;
   out += fmt::format("\nmost loaded: pipeline rank {}, {} GB ({}) allocated\n", e.peak_pp_rank,
@@ -86,7 +92,8 @@ void AppendVerdict(std::string& out, const assess::Assessment& a, const Estimate
                      ctx.gpu_name.empty() ? "(memtune.gpu_memory_bytes)" : ctx.gpu_name,
                      Gb(e.gpu_capacity_bytes), Gb(e.non_pytorch_bytes), Gb(usable));
   if (a.allocated_fit->fits) {
-    out += fmt::format("fits: yes, {} GB to spare (before allocator fragmentation)\n", Gb(headroom));
+    out +=
+        fmt::format("fits: yes, {} GB to spare (before allocator fragmentation)\n", Gb(headroom));
   } else {
     out += fmt::format("fits: NO, over by {} GB\n", Gb(-headroom));
   }

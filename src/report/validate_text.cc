@@ -9,19 +9,24 @@
 namespace memtune::report {
 namespace {
 
-std::string Gb(std::int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9); }
+std::string Gb(std::int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / 1e9);
+}
 
 std::string Cell(const assess::Prediction& p) {
-  if (!p.predicted_bytes) return fmt::format("{:>9} {:>8}", "-", p.status == "unsupported" ? "unsupp." : p.status);
+  if (!p.predicted_bytes)
+    return fmt::format("{:>9} {:>8}", "-", p.status == "unsupported" ? "unsupp." : p.status);
   return fmt::format("{:>9} {:>+7.1f}%", Gb(*p.predicted_bytes), *p.error_pct);
 }
 
 std::string SummaryLine(const assess::ErrorSummary& s) {
-  if (s.predicted == 0) return fmt::format("{}: {} cases, none predicted", estimate::ModeName(s.mode), s.cases);
-  return fmt::format("{}: {} cases, {} predicted (coverage {:.0f}%); |error| median {:.1f}%, "
-                     "p90 {:.1f}%, max {:.1f}%",
-                     estimate::ModeName(s.mode), s.cases, s.predicted, 100.0 * s.coverage,
-                     s.median_abs_error_pct, s.p90_abs_error_pct, s.max_abs_error_pct);
+  if (s.predicted == 0)
+    return fmt::format("{}: {} cases, none predicted", estimate::ModeName(s.mode), s.cases);
+  return fmt::format(
+      "{}: {} cases, {} predicted (coverage {:.0f}%); |error| median {:.1f}%, "
+      "p90 {:.1f}%, max {:.1f}%",
+      estimate::ModeName(s.mode), s.cases, s.predicted, 100.0 * s.coverage, s.median_abs_error_pct,
+      s.p90_abs_error_pct, s.max_abs_error_pct);
 }
 
 }  // namespace
@@ -38,21 +43,25 @@ std::string RenderValidateText(const assess::ValidationReport& report) {
     const int n = c.after_iterations;
     return fmt::format(" {:>5}", n > 0 ? std::to_string(n) : std::string("run"));
   };
-  std::string out = fmt::format("{:<{}} {:<13} {:<5}{} {:>9} {:>18}", "id", id_width, "metric", "rank",
-                                after_column ? fmt::format(" {:>5}", "after") : std::string(), "measured",
-                                "accurate  error");
-  for (const auto& s : report.compare) out += fmt::format(" {:>18}", std::string(estimate::ModeName(s.mode)) + "  error");
+  std::string out = fmt::format(
+      "{:<{}} {:<13} {:<5}{} {:>9} {:>18}", "id", id_width, "metric", "rank",
+      after_column ? fmt::format(" {:>5}", "after") : std::string(), "measured", "accurate  error");
+  for (const auto& s : report.compare)
+    out += fmt::format(" {:>18}", std::string(estimate::ModeName(s.mode)) + "  error");
   out += "\n";
   for (const auto& c : report.cases) {
     out += fmt::format("{:<{}} {:<13} {:<5}{} {:>9} {}", c.measured.id, id_width, c.measured.metric,
-                       c.measured.rank, after_cell(c), Gb(c.measured.measured_bytes), Cell(c.accurate));
+                       c.measured.rank, after_cell(c), Gb(c.measured.measured_bytes),
+                       Cell(c.accurate));
     for (const auto& p : c.compare) out += " " + Cell(p);
     out += "\n";
   }
   out += "(GB = 1e9 bytes; error = (predicted - measured) / measured)\n";
   if (after_column) {
-    out += "(after: the number is predicted as a memory report after that many iterations prints it, "
-           "PyTorch's peaks since start-up through that iteration's optimizer step; run: the whole run)\n";
+    out +=
+        "(after: the number is predicted as a memory report after that many iterations prints it, "
+        "PyTorch's peaks since start-up through that iteration's optimizer step; run: the whole "
+        "run)\n";
   }
   bool header = false;
   for (const auto& c : report.cases) {

@@ -93,14 +93,16 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
 
 }  // namespace
 
-AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
-                          std::int64_t capacity_bytes, std::int64_t non_pytorch_bytes) {
+AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank,
+                          const alloc::AllocatorConfig& config, std::int64_t capacity_bytes,
+                          std::int64_t non_pytorch_bytes) {
   return Run(synth, pp_rank, config, capacity_bytes, non_pytorch_bytes, nullptr, nullptr);
 }
 
-std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
-                                     std::int64_t non_pytorch_bytes, std::int64_t oom_bytes, std::int64_t fits_bytes,
-                                     std::int64_t resolution_bytes) {
+std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank,
+                                     const alloc::AllocatorConfig& config,
+                                     std::int64_t non_pytorch_bytes, std::int64_t oom_bytes,
+                                     std::int64_t fits_bytes, std::int64_t resolution_bytes) {
   const std::int64_t step = std::max<std::int64_t>(resolution_bytes, 1);
   while (fits_bytes - oom_bytes > step) {
     const std::int64_t mid = oom_bytes + (fits_bytes - oom_bytes) / 2;
@@ -120,9 +122,11 @@ Result<JobAllocator> JobAllocatorConfig(const model::Job& job, const ForecastOpt
     }
     return JobAllocator{std::move(*config), "alloc_conf"};
   }
-  MEMTUNE_TRY(alloc::EnvAllocatorConfig env,
-              alloc::AllocatorConfigFromEnv(job.memtune.env, options.torch_version, "memtune.env."));
-  return JobAllocator{std::move(env.config), env.source_var.empty() ? "" : "memtune.env." + env.source_var};
+  MEMTUNE_TRY(
+      alloc::EnvAllocatorConfig env,
+      alloc::AllocatorConfigFromEnv(job.memtune.env, options.torch_version, "memtune.env."));
+  return JobAllocator{std::move(env.config),
+                      env.source_var.empty() ? "" : "memtune.env." + env.source_var};
 }
 
 Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& options) {
@@ -141,8 +145,8 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
     st.pp_rank = r;
     TraceSummary own_summary, other_summary;
     std::string other_event;
-    st.own = Run(synth, r, own, options.capacity_bytes, options.non_pytorch_bytes, &st.peak_allocated_event,
-                 &own_summary);
+    st.own = Run(synth, r, own, options.capacity_bytes, options.non_pytorch_bytes,
+                 &st.peak_allocated_event, &own_summary);
     st.other = Run(synth, r, other, options.capacity_bytes, options.non_pytorch_bytes, &other_event,
                    &other_summary);
     st.peak_allocated_bytes = st.own.peak_allocated_bytes;
@@ -151,7 +155,8 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
     st.own.unlimited_peak_reserved_bytes = st.own.peak_reserved_bytes;
     st.other.unlimited_peak_reserved_bytes = st.other.peak_reserved_bytes;
     if (st.other.oom) {
-      st.other.unlimited_peak_reserved_bytes = Run(synth, r, other, 0, 0, nullptr, nullptr).peak_reserved_bytes;
+      st.other.unlimited_peak_reserved_bytes =
+          Run(synth, r, other, 0, 0, nullptr, nullptr).peak_reserved_bytes;
     }
     if (st.own.oom && st.other.oom) {  // neither ran to the end: replay without a limit
       const AllocatorRun free_run = Run(synth, r, own, 0, 0, &st.peak_allocated_event, &summary);
@@ -159,7 +164,8 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
       st.peak_allocated_bytes = free_run.peak_allocated_bytes;
       st.peak_allocated_through_iteration_bytes = free_run.peak_allocated_through_iteration_bytes;
     } else if (st.own.oom) {
-      st.own.unlimited_peak_reserved_bytes = Run(synth, r, own, 0, 0, nullptr, nullptr).peak_reserved_bytes;
+      st.own.unlimited_peak_reserved_bytes =
+          Run(synth, r, own, 0, 0, nullptr, nullptr).peak_reserved_bytes;
       st.peak_allocated_bytes = st.other.peak_allocated_bytes;
       st.peak_allocated_through_iteration_bytes = st.other.peak_allocated_through_iteration_bytes;
       st.peak_allocated_event = other_event;
@@ -169,7 +175,8 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
     st.events = summary.events;
     f.own_oom = f.own_oom || st.own.oom;
     f.other_oom = f.other_oom || st.other.oom;
-    if (f.stages.empty() || st.peak_allocated_bytes > f.stages[f.peak_pp_rank].peak_allocated_bytes) {
+    if (f.stages.empty() ||
+        st.peak_allocated_bytes > f.stages[f.peak_pp_rank].peak_allocated_bytes) {
       f.peak_pp_rank = r;
     }
     f.stages.push_back(std::move(st));

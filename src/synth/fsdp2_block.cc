@@ -6,31 +6,33 @@
 // reduce-scattered. torch.compile fuses the norm, RoPE and SiLU*mul (no fp32 or pointwise
 // intermediates). Which tensors survive the forward is the AC mode's choice.
 #include <algorithm>
-#include <utility>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
-#include "tensors/fsdp2_backward.h"
 #include "synth/fsdp2_generator.h"
+#include "tensors/fsdp2_backward.h"
 
 namespace memtune::synth {
 
 using tensors::Fsdp2Ac;
-
 
 alloc::HandleId Fsdp2Generator::BlockForward(int layer, bool recompute, std::vector<Named>& kept) {
   const bool sac = f_.ac == Fsdp2Ac::kSelectiveOp;
   // kEager: the tensors autograd saves (no checkpoint, or a recompute re-creating them);
   // kSac: the policy's MUST_SAVE outputs; kNothing: a fully checkpointed block.
   enum class Keep { kEager, kSac, kNothing };
-  const Keep mode = recompute || !f_.Checkpointed(layer) ? Keep::kEager : sac ? Keep::kSac : Keep::kNothing;
+  const Keep mode = recompute || !f_.Checkpointed(layer) ? Keep::kEager
+                    : sac                                ? Keep::kSac
+                                                         : Keep::kNothing;
   struct Entry {
     const char* name;
     HandleId h;
     bool keep;
   };
   std::vector<Entry> live;
-  auto make = [&](const char* name, std::int64_t bytes, bool eager, bool must_save = false) -> HandleId {
+  auto make = [&](const char* name, std::int64_t bytes, bool eager,
+                  bool must_save = false) -> HandleId {
     if (recompute && sac && must_save) return kNone;  // cached by the policy in forward
     const bool keep = mode == Keep::kEager ? eager : mode == Keep::kSac ? must_save : false;
     HandleId h = Alloc(bytes, name);
@@ -43,16 +45,17 @@ alloc::HandleId Fsdp2Generator::BlockForward(int layer, bool recompute, std::vec
     Free(it->h);
     live.erase(it);
   };
-  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden, q = f_.q_local, kv = f_.kv_local;
+  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden, q = f_.q_local,
+                     kv = f_.kv_local;
   const std::int64_t ffn = f_.ffn_local, kvs = f_.repeat_kv ? q : kv;
   const bool tp = f_.tp > 1, fused = f_.compile;
   auto norm = [&](const char* xf_name, const char* normed_name, const char* gemm_name) -> HandleId {
     if (!fused) {
-      make(xf_name, 4 * r * h, true);                     // pow saves x.float()
+      make(xf_name, 4 * r * h, true);  // pow saves x.float()
       HandleId sq = make("fwd.norm_pow", 4 * r * h, false);
       HandleId scaled = make("fwd.norm_scaled", 4 * r * h, false);
       release(sq);
-      make(normed_name, 2 * r * h, true);                 // `* weight` saves it
+      make(normed_name, 2 * r * h, true);  // `* weight` saves it
       release(scaled);
     }
     HandleId y = make(tp ? "fwd.norm_out" : gemm_name, 2 * r * h, !tp);
@@ -94,10 +97,11 @@ alloc::HandleId Fsdp2Generator::BlockForward(int layer, bool recompute, std::vec
     // _templated_ring_attention, torchtitan's default "allgather" rotate method): k and v
     // made contiguous, concatenated, all-gathered over CP once; the merger keeps the output
     // in fp32 (convert_to_f32).
-    for (auto [name, bytes] : {std::pair{"fwd.ring_k", 2 * n * kvs}, std::pair{"fwd.ring_v", 2 * n * kvs},
-                               std::pair{"fwd.ring_kv_cat", 4 * n * kvs},
-                               std::pair{"fwd.ring_kv_all_gather", 4 * n * kvs * f_.cp},
-                               std::pair{"fwd.ring_out_fp32", 4 * n * q}}) {
+    for (auto [name, bytes] :
+         {std::pair{"fwd.ring_k", 2 * n * kvs}, std::pair{"fwd.ring_v", 2 * n * kvs},
+          std::pair{"fwd.ring_kv_cat", 4 * n * kvs},
+          std::pair{"fwd.ring_kv_all_gather", 4 * n * kvs * f_.cp},
+          std::pair{"fwd.ring_out_fp32", 4 * n * q}}) {
       ring.push_back(make(name, bytes, false));
     }
   }
@@ -168,7 +172,9 @@ struct Fsdp2Generator::Exec {
       }
     }
   }
-  void WeightGrad(std::int64_t bytes) { weight_grads->push_back(gen.Alloc(bytes, "grad.unsharded")); }
+  void WeightGrad(std::int64_t bytes) {
+    weight_grads->push_back(gen.Alloc(bytes, "grad.unsharded"));
+  }
 };
 
 alloc::HandleId Fsdp2Generator::NormBackward(bool fused) {

@@ -25,7 +25,8 @@ Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, EventSink& si
   block_saved_.resize(f_.layers);
 }
 
-alloc::HandleId Fsdp2Generator::Alloc(std::int64_t bytes, const char* tensor, alloc::StreamId stream) {
+alloc::HandleId Fsdp2Generator::Alloc(std::int64_t bytes, const char* tensor,
+                                      alloc::StreamId stream) {
   return emit_.Alloc(bytes, tensor, stream);
 }
 
@@ -50,7 +51,8 @@ void Fsdp2Generator::Startup() {
   // model.to_empty(device) after fully_shard: every parameter's padded fp32 shard.
   for (int g = kRoot; g < f_.layers; ++g) {
     label_.layer = g;
-    for (const auto& p : Params(g)) shards_[g + 1].push_back(Alloc(4 * p.ShardElements(f_.shard), "param_shard"));
+    for (const auto& p : Params(g))
+      shards_[g + 1].push_back(Alloc(4 * p.ShardElements(f_.shard), "param_shard"));
   }
   label_.layer = -1;
   // freqs_cis buffer: complex64 (max_seq_len, head_dim / 2); init_weights recomputes it.
@@ -84,7 +86,8 @@ void Fsdp2Generator::Reshard(int group) {
 // foreach_reduce: reduce_dtype input of the padded unsharded size (compute stream), the
 // unsharded gradients released, the output shard (reduce-scatter stream) kept as the
 // gradient; the previous group's input is released now (FSDP2 holds it one step).
-void Fsdp2Generator::ReduceScatter(int group, std::vector<HandleId>& unsharded_grads, bool accumulate) {
+void Fsdp2Generator::ReduceScatter(int group, std::vector<HandleId>& unsharded_grads,
+                                   bool accumulate) {
   std::int64_t shard = 0;
   for (const auto& p : Params(group)) shard += p.ShardElements(f_.shard);
   HandleId input = Alloc(f_.reduce_bytes * shard * f_.shard, "fsdp.reduce_scatter_input");
@@ -239,7 +242,8 @@ void Fsdp2Generator::Backward(int microbatch) {
   // embedding_dense_backward: a dense gradient of the (vocab-sharded) table.
   std::vector<HandleId> root_grads{root_head_grads_};
   root_head_grads_ = kNone;
-  root_grads.push_back(Alloc(f_.param_bytes * f_.root_params.front().Elements(), "grad.tok_embeddings"));
+  root_grads.push_back(
+      Alloc(f_.param_bytes * f_.root_params.front().Elements(), "grad.tok_embeddings"));
   Free(grad);
   ReduceScatter(kRoot, root_grads, accumulate);
   Reshard(kRoot);
@@ -248,7 +252,8 @@ void Fsdp2Generator::Backward(int microbatch) {
 
 void Fsdp2Generator::OptimizerStep(int iteration) {
   label_ = EventLabel{Phase::kOptimizer, iteration, -1, -1, -1, ""};
-  std::vector<std::int64_t> shard_bytes;  // model.parameters() order: embedding, blocks, norm, output
+  std::vector<std::int64_t>
+      shard_bytes;  // model.parameters() order: embedding, blocks, norm, output
   shard_bytes.push_back(4 * f_.root_params.front().ShardElements(f_.shard));
   for (int l = 0; l < f_.layers; ++l) {
     for (const auto& p : f_.block_params) shard_bytes.push_back(4 * p.ShardElements(f_.shard));

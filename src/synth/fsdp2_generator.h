@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "tensors/fsdp2_tensors.h"
-#include "synth/emitter.h"
 #include "memtune/synth/synthesize.h"
+#include "synth/emitter.h"
+#include "tensors/fsdp2_tensors.h"
 
 namespace memtune::synth {
 
@@ -50,7 +50,8 @@ class Fsdp2Generator {
   HandleId BlockForward(int layer, bool recompute, std::vector<Named>& kept);
   // One block's backward: consumes (frees) `saved` and the output gradient, returns the
   // input gradient; the block's unsharded weight gradients go to `weight_grads`.
-  HandleId BlockBackward(HandleId grad_out, std::vector<Named>& saved, std::vector<HandleId>& weight_grads);
+  HandleId BlockBackward(HandleId grad_out, std::vector<Named>& saved,
+                         std::vector<HandleId>& weight_grads);
   // The eager final RMSNorm (models/norms.py): x.float() and the bf16 normalised output are
   // saved in `kept`; returns the output (`* weight`).
   HandleId FinalNorm(std::vector<Named>& kept);
@@ -69,13 +70,13 @@ class Fsdp2Generator {
   std::vector<std::vector<HandleId>> unsharded_;  // [group] all-gathered parameters
   std::vector<HandleId> grads_;                   // reduce-scatter outputs (sharded grads)
   std::vector<HandleId> exp_avg_, exp_avg_sq_;
-  std::vector<std::vector<Named>> block_saved_;   // [layer] kept after forward
-  std::vector<Named> outside_;                    // final norm / output inputs
+  std::vector<std::vector<Named>> block_saved_;  // [layer] kept after forward
+  std::vector<Named> outside_;                   // final norm / output inputs
   HandleId tokens_ = kNone, labels_ = kNone, root_head_grads_ = kNone;
-  std::vector<HandleId> loss_saved_;              // what the loss keeps for its backward
+  std::vector<HandleId> loss_saved_;  // what the loss keeps for its backward
   HandleId persistent_freqs_ = kNone;
-  HandleId pending_rs_input_ = kNone;             // freed by the next reduce-scatter
-  std::vector<bool> gathered_;                    // [group + 1] unsharded now
+  HandleId pending_rs_input_ = kNone;  // freed by the next reduce-scatter
+  std::vector<bool> gathered_;         // [group + 1] unsharded now
 };
 
 }  // namespace memtune::synth

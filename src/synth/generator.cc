@@ -20,12 +20,18 @@ using alloc::HandleId;
 using namespace tensors;  // NOLINT: the tensor enums
 
 Generator::Generator(const Plan& plan, int pp_rank, EventSink& sink)
-    : plan_(plan), rank_(plan.ranks[pp_rank]), pp_rank_(pp_rank), emit_(sink), label_(emit_.label()) {
+    : plan_(plan),
+      rank_(plan.ranks[pp_rank]),
+      pp_rank_(pp_rank),
+      emit_(sink),
+      label_(emit_.label()) {
   recs_.resize(rank_.chunks.size() * static_cast<std::size_t>(plan.num_microbatches));
   carried_.assign(rank_.chunks.size(), {kNone, kNone});
 }
 
-HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) { return emit_.Alloc(bytes, tensor); }
+HandleId Generator::Alloc(std::int64_t bytes, const char* tensor) {
+  return emit_.Alloc(bytes, tensor);
+}
 
 void Generator::Free(HandleId h) { emit_.Free(h); }
 
@@ -61,8 +67,10 @@ struct Generator::LayerExec {
   Handle Held(int slot) const { return rec.saved[slot]; }
   void Release(int slot) { gen.FreeSaved(rec, slot); }
   void Recompute(bool on) {
-    if (on) phase = std::exchange(gen.label_.phase, Phase::kRecompute);
-    else gen.label_.phase = phase;
+    if (on)
+      phase = std::exchange(gen.label_.phase, Phase::kRecompute);
+    else
+      gen.label_.phase = phase;
   }
 };
 
@@ -112,7 +120,8 @@ void Generator::ForwardChunk(int c, int mb) {
     // set_input_tensor replaces the previous iteration's input, and its gradient goes too.
     for (HandleId& h : carried_[c]) Free(std::exchange(h, kNone));
   }
-  for (std::size_t i = 0; i < chunk.layers.size(); ++i) x = ForwardLayer(rec.layers[i], chunk.layers[i], x);
+  for (std::size_t i = 0; i < chunk.layers.size(); ++i)
+    x = ForwardLayer(rec.layers[i], chunk.layers[i], x);
   label_.layer = -1;
   if (!chunk.has_output) {
     Free(x);  // sent to the next stage, then deallocate_output_tensor
@@ -158,7 +167,8 @@ void Generator::BackwardChunk(int c, int mb) {
   label_.layer = -1;
   if (carry) {
     // (An input the layer did not keep, under full recompute or offloading, is counted anew.)
-    const HandleId input = retain_ != kNone ? retain_ : Alloc(plan_.local_hidden, "p2p.recv_activation");
+    const HandleId input =
+        retain_ != kNone ? retain_ : Alloc(plan_.local_hidden, "p2p.recv_activation");
     carried_[c] = {input, std::exchange(grad, kNone)};
     retain_ = kNone;
   }
@@ -232,16 +242,17 @@ void Generator::ZeroGrad() {
 TraceSummary Generator::Run() {
   Startup();
   const int chunks = static_cast<int>(rank_.chunks.size());
-  const std::vector<PipelineStep> schedule =
-      PipelineSchedule(plan_.pp_size, pp_rank_, chunks,
-                       plan_.num_microbatches, plan_.group_size, plan_.ep_overlap);
+  const std::vector<PipelineStep> schedule = PipelineSchedule(
+      plan_.pp_size, pp_rank_, chunks, plan_.num_microbatches, plan_.group_size, plan_.ep_overlap);
   for (int it = 0; it < plan_.iterations && !emit_.stopped(); ++it) {
     label_.iteration = it;
     ZeroGrad();
     for (const PipelineStep& s : schedule) {
       if (emit_.stopped()) break;
-      if (s.forward) ForwardChunk(s.chunk, s.microbatch);
-      else BackwardChunk(s.chunk, s.microbatch);
+      if (s.forward)
+        ForwardChunk(s.chunk, s.microbatch);
+      else
+        BackwardChunk(s.chunk, s.microbatch);
     }
     for (HandleId h : deferred_) Free(h);  // finish_embedding_wgrad_compute
     deferred_.clear();

@@ -60,8 +60,8 @@ class Generator {
   const RankPlan& rank_;
   int pp_rank_ = 0;
   Emitter emit_;
-  EventLabel& label_;  // emit_'s label: where in the step the next event happens
-  std::vector<ChunkRec> recs_;             // [chunk * m + mb]
+  EventLabel& label_;           // emit_'s label: where in the step the next event happens
+  std::vector<ChunkRec> recs_;  // [chunk * m + mb]
   std::vector<alloc::HandleId> step_grads_;
   std::vector<alloc::HandleId> deferred_;  // defer_embedding_wgrad_compute buffers
   bool dummy_wgrads_made_ = false;         // TE's weight-gradient placeholders allocated

@@ -53,7 +53,7 @@ class Plan {
   bool sp = false;
   tensors::JobFacts facts;
   LayerSizes sizes[2][2];
-  std::int64_t local_hidden = 0;   // act bytes of one micro-batch's hidden states (local tokens)
+  std::int64_t local_hidden = 0;  // act bytes of one micro-batch's hidden states (local tokens)
   std::vector<RankPlan> ranks;
   std::optional<tensors::Fsdp2Facts> fsdp2;  // framework fsdp2: one rank class, its own generator
 };

@@ -14,13 +14,16 @@ namespace {
 
 Status CheckSupported(const model::Job& job, const SynthOptions& options) {
   if (options.iterations < 1) {
-    return InvalidInput("iterations", "must be at least 1, got " + std::to_string(options.iterations));
+    return InvalidInput("iterations",
+                        "must be at least 1, got " + std::to_string(options.iterations));
   }
   if (job.ddp.use_megatron_fsdp) {
-    return Unsupported("ddp.use_megatron_fsdp", "Megatron-FSDP parameter gathers are not synthesized yet");
+    return Unsupported("ddp.use_megatron_fsdp",
+                       "Megatron-FSDP parameter gathers are not synthesized yet");
   }
-  if (job.model.cuda_graph_impl == "full_iteration") {
-    return Unsupported("model.cuda_graph_impl", "full_iteration CUDA graphs use private pools; not modelled");
+  if (job.model.cuda_graph_impl == model::CudaGraphImpl::kFullIteration) {
+    return Unsupported("model.cuda_graph_impl",
+                       "full_iteration CUDA graphs use private pools; not modelled");
   }
   return OkStatus();
 }
@@ -47,7 +50,8 @@ UnitState MakeUnit(const model::Job& job, const Plan& plan, int pp_rank, estimat
   estimate::StageLayout stage;
   stage.pp_rank = pp_rank;
   stage.chunks.push_back(unit);
-  const tensors::RankParams params = tensors::CountRankParams(job, plan.facts.params, stage, plan.pp_size);
+  const tensors::RankParams params =
+      tensors::CountRankParams(job, plan.facts.params, stage, plan.pp_size);
   return UnitState{layer, name, tensors::ComputeModelState(job, params, fp8_transpose)};
 }
 
@@ -70,7 +74,8 @@ std::vector<UnitState> PlanUnits(const model::Job& job, const Plan& plan, int pp
   if (chunk.num_mtp_layers > 0) {
     estimate::ModelChunk u = base;
     u.num_mtp_layers = chunk.num_mtp_layers;
-    units.push_back(MakeUnit(job, plan, pp_rank, u, static_cast<int>(job.model.num_layers), "mtp", fp8_t));
+    units.push_back(
+        MakeUnit(job, plan, pp_rank, u, static_cast<int>(job.model.num_layers), "mtp", fp8_t));
   }
   if (chunk.has_output) {
     estimate::ModelChunk u = base;
@@ -87,7 +92,8 @@ TraceSynthesizer::~TraceSynthesizer() = default;
 TraceSynthesizer::TraceSynthesizer(TraceSynthesizer&&) noexcept = default;
 TraceSynthesizer& TraceSynthesizer::operator=(TraceSynthesizer&&) noexcept = default;
 
-Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const SynthOptions& options) {
+Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job,
+                                                  const SynthOptions& options) {
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job, options));
   if (job.memtune.framework == model::Framework::kFsdp2) {
     auto plan = std::make_unique<Plan>();
@@ -105,23 +111,24 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job, const S
   plan->pp_size = static_cast<int>(stages.size());
   plan->iterations = options.iterations;
   plan->num_microbatches = plan->facts.num_microbatches;
-  MEMTUNE_RETURN_IF_ERROR(CheckReplayLength(
-      plan->num_microbatches, plan->iterations,
-      options.num_microbatches ? "num_microbatches" : "train.global_batch_size"));
+  MEMTUNE_RETURN_IF_ERROR(
+      CheckReplayLength(plan->num_microbatches, plan->iterations,
+                        options.num_microbatches ? "num_microbatches" : "train.global_batch_size"));
   plan->group_size = plan->facts.group_size;
   plan->ep_overlap = m.overlap_moe_expert_parallel_comm;
   const tensors::ActContext& ctx = plan->facts.act;
   plan->sp = ctx.hid_div > 1;
   plan->local_hidden = plan->facts.local_hidden_per_mb;
   for (int moe = 0; moe < 2; ++moe) {
-    for (int fp8 = 0; fp8 < 2; ++fp8) plan->sizes[moe][fp8] = tensors::MakeLayerSizes(ctx, moe == 1, fp8 == 1);
+    for (int fp8 = 0; fp8 < 2; ++fp8)
+      plan->sizes[moe][fp8] = tensors::MakeLayerSizes(ctx, moe == 1, fp8 == 1);
   }
   const bool fp8_t = tensors::KeepsFp8Transpose(job);
   plan->ranks.resize(stages.size());
   for (const auto& stage : stages) {
     RankPlan& rank = plan->ranks[stage.pp_rank];
     rank.workspaces = tensors::ComputeRankWorkspaces(plan->facts.workspaces, stage.chunks,
-                                                 plan->facts.params.moe_pattern);
+                                                     plan->facts.params.moe_pattern);
     for (const auto& chunk : stage.chunks) {
       ChunkPlan cp;
       cp.layers = tensors::PlanChunkLayers(m, plan->facts.params.moe_pattern, chunk);

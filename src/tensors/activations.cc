@@ -8,31 +8,39 @@
 #include <string_view>
 #include <vector>
 
-#include "tensors/layer_tensors.h"
 #include "memtune/model/parameters.h"
+#include "tensors/layer_tensors.h"
 
 namespace memtune::tensors {
 
 constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
-    {"act.ln1_input", "layer input saved for the input-norm backward (TE LayerNormLinear inputmat)"},
-    {"act.ln1_output", "input-norm output saved for the linear_qkv wgrad (fp8 local shard under SP)"},
-    {"act.attn_qkv", "q, k and v kept by core attention (TE copies v; a checkpoint's v view keeps the linear_qkv output)"},
+    {"act.ln1_input",
+     "layer input saved for the input-norm backward (TE LayerNormLinear inputmat)"},
+    {"act.ln1_output",
+     "input-norm output saved for the linear_qkv wgrad (fp8 local shard under SP)"},
+    {"act.attn_qkv",
+     "q, k and v kept by core attention (TE copies v; a checkpoint's v view keeps the linear_qkv "
+     "output)"},
     {"act.attn_out", "attention output saved as the linear_proj GEMM input"},
     {"act.attn_softmax_stats", "fused-attention softmax statistics (fp32, per head and token)"},
-    {"act.attn_probs", "unfused attention: softmax probabilities [b, heads, s, s] saved for backward"},
-    {"act.attn_probs_dropout", "unfused attention: attention-dropout mask and dropped probabilities"},
+    {"act.attn_probs",
+     "unfused attention: softmax probabilities [b, heads, s, s] saved for backward"},
+    {"act.attn_probs_dropout",
+     "unfused attention: attention-dropout mask and dropped probabilities"},
     {"act.attn_mla_latent", "MLA q/kv down-projection outputs saved by the up-projections"},
     {"act.attn_dropout_mask", "hidden-dropout mask after attention (1 B per element)"},
     {"act.ln2_input", "pre-MLP residual saved for the pre-MLP norm backward"},
     {"act.ln2_output", "pre-MLP norm output (linear_fc1 wgrad input, router/expert input)"},
     {"act.mlp_fc1_out", "linear_fc1 output saved by the fused bias-activation (SwiGLU/GeLU)"},
-    {"act.mlp_act_parts", "unfused gated activation: act(x_glu) and x_linear, saved by their product"},
+    {"act.mlp_act_parts",
+     "unfused gated activation: act(x_glu) and x_linear, saved by their product"},
     {"act.mlp_fc2_in", "activation output saved as the linear_fc2 GEMM input"},
     {"act.mlp_dropout_mask", "hidden-dropout mask after the MLP (1 B per element)"},
     {"act.moe_router", "router logits and probabilities (fp32)"},
     {"act.moe_dispatch", "permuted tokens saved as the expert linear_fc1 input (top-k copies)"},
     {"act.moe_fc1_out", "expert linear_fc1 output saved by the expert activation"},
-    {"act.moe_act_parts", "unfused expert activation: its output(s), saved by the routing-probability multiply"},
+    {"act.moe_act_parts",
+     "unfused expert activation: its output(s), saved by the routing-probability multiply"},
     {"act.moe_fc2_in", "expert activation output saved as the expert linear_fc2 input"},
     {"act.moe_combine", "expert outputs kept for the probability-weighted un-permute"},
     {"act.shared_fc1_out", "shared-expert linear_fc1 output"},
@@ -63,7 +71,7 @@ bool RegatherEligible(const model::Job& job) {
   if (!job.peft || !job.peft->sequence_parallel_input_regather) return false;
   if (!m.sequence_parallel || m.tensor_model_parallel_size <= 1) return false;
   if (m.cpu_offloading && m.cpu_offloading_activations) return false;
-  if (m.cuda_graph_impl != "none") return false;
+  if (m.cuda_graph_impl != model::CudaGraphImpl::kNone) return false;
   if (m.recompute_granularity == model::RecomputeGranularity::kFull) return false;
   return true;
 }
@@ -107,7 +115,8 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
     // recompute q, k, v come from a CheckpointWithoutOutput whose
     // discard_output_and_register_recompute frees their storage once core attention has
     // run, although core attention saved them: recomputed in backward.
-    a[kAttnQkv] = c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
+    a[kAttnQkv] =
+        c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
     a[kAttnMlaLatent] = act * (c.mla_q_rank + c.mla_kv_rank);
   } else {
     a[kAttnQkv] = act * AttentionQkvWidth(c);
@@ -158,7 +167,7 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   // Balanced routing: every rank computes top-k copies of its local tokens (times ETP,
   // whose ranks share the tokens), on f_e / ETP columns.
   const std::int64_t copies_per_token = c.topk * c.etp;  // per local (SP) token
-  a[kMoeRouter] = 2 * 4 * c.experts / c.hid_div;  // router.py: fp32 logits + probs
+  a[kMoeRouter] = 2 * 4 * c.experts / c.hid_div;         // router.py: fp32 logits + probs
   a[kMoeDispatch] = c.frozen_base ? 0 : gemm_in * c.h * copies_per_token / c.hid_div;
   const std::int64_t fe = c.moe_ffn / c.etp;
   a[kMoeFc1Out] = act * c.glu_factor * fe * copies_per_token / c.hid_div;
@@ -167,7 +176,8 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   if (!c.moe_act_fused && !c.recompute_moe_act) {
     a[kMoeActParts] = act * (c.glu_factor == 2 ? 3 : 1) * fe * copies_per_token / c.hid_div;
   }
-  a[kMoeFc2In] = (c.recompute_moe_act || c.frozen_base) ? 0 : gemm_in * fe * copies_per_token / c.hid_div;
+  a[kMoeFc2In] =
+      (c.recompute_moe_act || c.frozen_base) ? 0 : gemm_in * fe * copies_per_token / c.hid_div;
   a[kMoeCombine] = act * c.h * copies_per_token / c.hid_div;  // moe_utils.py unpermute(probs)
   if (c.shared_ffn > 0 && !c.recompute_shared) {
     const std::int64_t fs = c.shared_ffn / c.tp;
@@ -189,10 +199,22 @@ void FillLora(const ActContext& c, bool moe_layer, bool fp8_layer, ActBytes& a) 
   const std::int64_t column = c.hid_div > 1 && !c.lora_regather ? act * c.h
                               : fp8_layer                       ? act * c.h / c.hid_div
                                                                 : 0;
-  if (c.lora_qkv) { input += column; ++targets; }
-  if (c.lora_fc1 && !moe_layer && !c.recompute_mlp) { input += column; ++targets; }
-  if (c.lora_proj) { ++targets; if (c.recompute_core_attn) input += act * c.q_width / c.tp; }
-  if (c.lora_fc2 && !moe_layer && !c.recompute_mlp) { input += act * c.ffn / c.tp; ++targets; }
+  if (c.lora_qkv) {
+    input += column;
+    ++targets;
+  }
+  if (c.lora_fc1 && !moe_layer && !c.recompute_mlp) {
+    input += column;
+    ++targets;
+  }
+  if (c.lora_proj) {
+    ++targets;
+    if (c.recompute_core_attn) input += act * c.q_width / c.tp;
+  }
+  if (c.lora_fc2 && !moe_layer && !c.recompute_mlp) {
+    input += act * c.ffn / c.tp;
+    ++targets;
+  }
   a[kLoraInput] = input;
   a[kLoraHidden] = act * c.lora_dim * targets;
 }
@@ -206,7 +228,8 @@ bool SoftmaxKernelRuns(const model::Job& job, const ActContext& c, bool local) {
   if (local && !m.masked_softmax_fusion) return false;
   const std::int64_t sq = c.seq_k, sk = c.seq_k;
   const std::int64_t batches = job.train.micro_batch_size * c.heads_per_rank;
-  const std::int64_t pow2 = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(1, sk))));
+  const std::int64_t pow2 = static_cast<std::int64_t>(
+      std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(1, sk))));
   const std::int64_t warp = std::min<std::int64_t>(pow2, 32);
   const std::int64_t per_block = (128 / warp) * (pow2 <= 128 ? 2 : 1);
   if (local) {  // causal: ScaledUpperTriangMaskedSoftmax
@@ -280,7 +303,8 @@ ActContext MakeActContext(const model::Job& job) {
         m.moe_grouped_gemm ? c.experts / std::max(1, m.expert_model_parallel_size) : 1;
     const std::int64_t expert_in = m.moe_latent_size.value_or(c.h);
     c.fc1_wgrad_dense = std::int64_t{c.act_bytes} * c.glu_factor * (c.ffn / c.tp) * c.h;
-    c.fc1_wgrad_moe = std::int64_t{c.act_bytes} * local_experts * c.glu_factor * (c.moe_ffn / c.etp) * expert_in;
+    c.fc1_wgrad_moe =
+        std::int64_t{c.act_bytes} * local_experts * c.glu_factor * (c.moe_ffn / c.etp) * expert_in;
   }
   c.mla = m.multi_latent_attention;
   c.mla_q_rank = m.q_lora_rank.value_or(0);
@@ -351,8 +375,8 @@ std::int64_t LayerBackwardWorkspace(const ActContext& c, bool moe_layer, bool fp
     // Unfused attention's backward holds score-sized gradients, which can outgrow the
     // MLP's working set (the layer's saved tensors are still all counted, an upper bound).
     const AttnBwdBytes attn = LayerAttentionBackwardTransients(c, fp8_layer);
-    working = std::max(working, attn[kAttnBwdGradOut] + attn[kAttnBwdGradProbs] +
-                                    attn[kAttnBwdGradScores]);
+    working = std::max(working,
+                       attn[kAttnBwdGradOut] + attn[kAttnBwdGradProbs] + attn[kAttnBwdGradScores]);
   }
   // Selective-recompute replay of this layer's checkpointed parts (none without selective
   // recompute: the layer then keeps what it would keep without it).

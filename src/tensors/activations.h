@@ -12,32 +12,32 @@ namespace memtune::tensors {
 
 // The saved tensors memtune names. Bytes are per micro-batch on one rank.
 enum ActTensor : int {
-  kLn1Input,         // layer input (residual), saved for the input-norm backward
-  kLn1Output,        // input-norm output = linear_qkv GEMM input, saved for its wgrad
-  kAttnQkv,          // q, k, v core attention saves (activations.cc AttentionQkvWidth)
-  kAttnOut,          // attention output = linear_proj GEMM input
-  kAttnSoftmaxStats, // fused-attention softmax statistics (fp32)
-  kAttnProbs,        // unfused attention: softmax output(s), [b, heads, sq, sk]
-  kAttnProbsDropout, // unfused attention: attention-dropout mask and output
-  kAttnMlaLatent,    // MLA down-projection outputs (q/kv latents), saved by the up-projections
-  kAttnDropoutMask,  // hidden-dropout mask after attention (bool)
-  kLn2Input,         // pre-MLP residual, saved for the pre-MLP norm backward
-  kLn2Output,        // pre-MLP norm output = linear_fc1 / router input
-  kMlpFc1Out,        // linear_fc1 output = activation-function input
-  kMlpActParts,      // unfused gated activation: act(x_glu) and x_linear + offset
-  kMlpFc2In,         // activation output = linear_fc2 GEMM input
-  kMlpDropoutMask,   // hidden-dropout mask after the MLP / MoE (bool)
-  kMoeRouter,        // router logits and probabilities (fp32)
-  kMoeDispatch,      // permuted tokens = expert linear_fc1 GEMM input
-  kMoeFc1Out,        // expert linear_fc1 output = activation input
-  kMoeActParts,      // unfused expert activation: its output(s) kept by the probs multiply
-  kMoeFc2In,         // expert activation output = expert linear_fc2 GEMM input
-  kMoeCombine,       // expert outputs kept for the weighted un-permute
-  kSharedFc1Out,     // shared-expert linear_fc1 output
-  kSharedFc2In,      // shared-expert linear_fc2 input
-  kLoraInput,        // LoRA-A inputs the frozen base does not keep (gathered SP input)
-  kLoraHidden,       // LoRA-A outputs (rank-`dim` activations)
-  kCheckpointInput,  // full recompute: the checkpointed unit's input
+  kLn1Input,          // layer input (residual), saved for the input-norm backward
+  kLn1Output,         // input-norm output = linear_qkv GEMM input, saved for its wgrad
+  kAttnQkv,           // q, k, v core attention saves (activations.cc AttentionQkvWidth)
+  kAttnOut,           // attention output = linear_proj GEMM input
+  kAttnSoftmaxStats,  // fused-attention softmax statistics (fp32)
+  kAttnProbs,         // unfused attention: softmax output(s), [b, heads, sq, sk]
+  kAttnProbsDropout,  // unfused attention: attention-dropout mask and output
+  kAttnMlaLatent,     // MLA down-projection outputs (q/kv latents), saved by the up-projections
+  kAttnDropoutMask,   // hidden-dropout mask after attention (bool)
+  kLn2Input,          // pre-MLP residual, saved for the pre-MLP norm backward
+  kLn2Output,         // pre-MLP norm output = linear_fc1 / router input
+  kMlpFc1Out,         // linear_fc1 output = activation-function input
+  kMlpActParts,       // unfused gated activation: act(x_glu) and x_linear + offset
+  kMlpFc2In,          // activation output = linear_fc2 GEMM input
+  kMlpDropoutMask,    // hidden-dropout mask after the MLP / MoE (bool)
+  kMoeRouter,         // router logits and probabilities (fp32)
+  kMoeDispatch,       // permuted tokens = expert linear_fc1 GEMM input
+  kMoeFc1Out,         // expert linear_fc1 output = activation input
+  kMoeActParts,       // unfused expert activation: its output(s) kept by the probs multiply
+  kMoeFc2In,          // expert activation output = expert linear_fc2 GEMM input
+  kMoeCombine,        // expert outputs kept for the weighted un-permute
+  kSharedFc1Out,      // shared-expert linear_fc1 output
+  kSharedFc2In,       // shared-expert linear_fc2 input
+  kLoraInput,         // LoRA-A inputs the frozen base does not keep (gathered SP input)
+  kLoraHidden,        // LoRA-A outputs (rank-`dim` activations)
+  kCheckpointInput,   // full recompute: the checkpointed unit's input
   kNumActTensors,
 };
 
@@ -58,10 +58,10 @@ using ActBytes = std::array<std::int64_t, kNumActTensors>;
 
 // Everything the per-layer formulas need, resolved once per job.
 struct ActContext {
-  std::int64_t tokens = 0;      // s * b / CP: tokens of one micro-batch on one CP rank
-  int tp = 1;                   // TP
-  int hid_div = 1;              // TP with sequence parallelism, else 1
-  int etp = 1;                  // expert TP
+  std::int64_t tokens = 0;  // s * b / CP: tokens of one micro-batch on one CP rank
+  int tp = 1;               // TP
+  int hid_div = 1;          // TP with sequence parallelism, else 1
+  int etp = 1;              // expert TP
   std::int64_t h = 0, q_width = 0, kv_width_per_rank = 0, heads_per_rank = 0;
   std::int64_t ffn = 0, moe_ffn = 0, shared_ffn = 0, topk = 1, experts = 0;
   int glu_factor = 1;           // 2 for gated MLPs (fc1 has two halves)
@@ -78,15 +78,15 @@ struct ActContext {
   // Unfused core attention (TE UnfusedDotProductAttention or MCore DotProductAttention):
   // bytes saved per attention-score element by the softmax, and by the attention dropout.
   bool unfused_attn = false;
-  bool local_attn = false;            // MCore DotProductAttention (its persistent score buffer)
-  bool rope = false;                  // RoPE rotates q and k into new tensors
-  bool gqa = false;                   // fewer KV groups than heads (q is a reshape copy;
-                                      // unfused attention repeats k and v to every head)
-  std::int64_t seq_k = 0;             // keys each query attends to (s / CP)
+  bool local_attn = false;  // MCore DotProductAttention (its persistent score buffer)
+  bool rope = false;        // RoPE rotates q and k into new tensors
+  bool gqa = false;         // fewer KV groups than heads (q is a reshape copy;
+                            // unfused attention repeats k and v to every head)
+  std::int64_t seq_k = 0;   // keys each query attends to (s / CP)
   int probs_bytes = 0, probs_dropout_bytes = 0;
-  bool fp8 = false;             // fp8 GEMM inputs (TE) for fp8 layers
-  bool fp8_delayed = false;     // delayed scaling: linear_proj saves its fp8 input
-  bool frozen_base = false;     // PEFT: base linears do not save GEMM inputs
+  bool fp8 = false;          // fp8 GEMM inputs (TE) for fp8 layers
+  bool fp8_delayed = false;  // delayed scaling: linear_proj saves its fp8 input
+  bool frozen_base = false;  // PEFT: base linears do not save GEMM inputs
   bool recompute_core_attn = false, recompute_mlp = false, recompute_moe = false,
        recompute_moe_act = false, recompute_layernorm = false, recompute_mla_up = false,
        recompute_shared = false;

@@ -47,10 +47,13 @@ int Fsdp2NormBackward(const Fsdp2Facts& f, bool fused, Exec& x) {
 // gradient's id. Saved tensors not taken are released by the caller afterwards.
 template <class Exec>
 int Fsdp2BlockBackward(const Fsdp2Facts& f, int grad_out, Exec& x) {
-  const std::int64_t n = f.tokens, r = f.tokens / f.tp, h = f.hidden, q = f.q_local, kv = f.kv_local;
+  const std::int64_t n = f.tokens, r = f.tokens / f.tp, h = f.hidden, q = f.q_local,
+                     kv = f.kv_local;
   const std::int64_t ffn = f.ffn_local, kvs = f.repeat_kv ? q : kv;
   const bool tp = f.tp > 1, fused = f.compile;
-  auto wgrad = [&](Fsdp2BlockParam p) { x.WeightGrad(f.param_bytes * f.block_params[p].Elements()); };
+  auto wgrad = [&](Fsdp2BlockParam p) {
+    x.WeightGrad(f.param_bytes * f.block_params[p].Elements());
+  };
   auto gather = [&]() { return tp ? x.Alloc(2 * n * h, "bwd.grad_all_gather") : -1; };
   auto scatter = [&](int& full) {
     if (!tp) return;
@@ -103,9 +106,12 @@ int Fsdp2BlockBackward(const Fsdp2Facts& f, int grad_out, Exec& x) {
     // _templated_ring_attention_backward: fp32 accumulators for dq/dk/dv, k and v made
     // contiguous, concatenated and all-gathered again, dk/dv exchanged by all-to-all in fp32.
     const std::pair<const char*, std::int64_t> buffers[7] = {
-        {"bwd.ring_dq_fp32", 4 * n * q},         {"bwd.ring_dkv_fp32", 8 * n * kvs},
-        {"bwd.ring_kv", 4 * n * kvs},            {"bwd.ring_kv_cat", 4 * n * kvs},
-        {"bwd.ring_kv_all_gather", 4 * n * kvs * f.cp}, {"bwd.ring_dkv_send", 8 * n * kvs},
+        {"bwd.ring_dq_fp32", 4 * n * q},
+        {"bwd.ring_dkv_fp32", 8 * n * kvs},
+        {"bwd.ring_kv", 4 * n * kvs},
+        {"bwd.ring_kv_cat", 4 * n * kvs},
+        {"bwd.ring_kv_all_gather", 4 * n * kvs * f.cp},
+        {"bwd.ring_dkv_send", 8 * n * kvs},
         {"bwd.ring_dkv_recv", 8 * n * kvs}};
     for (int i = 0; i < 7; ++i) ring[i] = x.Alloc(buffers[i].second, buffers[i].first);
   }
@@ -126,7 +132,8 @@ int Fsdp2BlockBackward(const Fsdp2Facts& f, int grad_out, Exec& x) {
     dv = v;
   }
   if (!fused) {
-    for (auto [grad, width, name] : {std::tuple{&dq, q, "rope.q_fp32"}, std::tuple{&dk, kv, "rope.k_fp32"}}) {
+    for (auto [grad, width, name] :
+         {std::tuple{&dq, q, "rope.q_fp32"}, std::tuple{&dk, kv, "rope.k_fp32"}}) {
       const int up = x.Alloc(4 * n * width, "bwd.rope_fp32");
       const int down = x.Alloc(2 * n * width, "bwd.rope_dgrad");
       x.Free(up);
@@ -137,8 +144,9 @@ int Fsdp2BlockBackward(const Fsdp2Facts& f, int grad_out, Exec& x) {
   }
   // wq/wk/wv dgrads, summed as they come (autograd accumulates the input gradient).
   int total = -1;
-  for (auto [grad, param, name] : {std::tuple{&dq, kWq, "bwd.wq_dgrad"}, std::tuple{&dk, kWk, "bwd.wk_dgrad"},
-                                   std::tuple{&dv, kWv, "bwd.wv_dgrad"}}) {
+  for (auto [grad, param, name] :
+       {std::tuple{&dq, kWq, "bwd.wq_dgrad"}, std::tuple{&dk, kWk, "bwd.wk_dgrad"},
+        std::tuple{&dv, kWv, "bwd.wv_dgrad"}}) {
     const int dx = x.Alloc(2 * n * h, name);
     wgrad(param);
     x.Free(*grad);

@@ -23,15 +23,17 @@ std::int64_t Sum(const std::vector<Fsdp2Tensor>& list) {
 Status CheckModelled(const model::Job& job) {
   const auto& m = job.model;
   if (m.pipeline_model_parallel_size > 1) {
-    return Unsupported("model.pipeline_model_parallel_size",
-                       "fsdp2 with pipeline parallelism (torchtitan PP schedules) is not modelled yet");
+    return Unsupported(
+        "model.pipeline_model_parallel_size",
+        "fsdp2 with pipeline parallelism (torchtitan PP schedules) is not modelled yet");
   }
   const int cp = std::max(1, m.context_parallel_size);
   // torchtitan train.py create_context_parallel_ctx: the sequence is load-balanced in
   // 2 * cp chunks (torch _context_parallel_buffers).
   if (cp > 1 && m.seq_length % (2 * cp) != 0) {
-    return InvalidConfig("model.seq_length", std::to_string(m.seq_length) + " must be divisible by 2 * " +
-                                                 "context_parallel_size = " + std::to_string(2 * cp));
+    return InvalidConfig("model.seq_length",
+                         std::to_string(m.seq_length) + " must be divisible by 2 * " +
+                             "context_parallel_size = " + std::to_string(2 * cp));
   }
   if (m.num_moe_experts.value_or(0) > 0) {
     return Unsupported("model.num_moe_experts", "fsdp2 MoE models are not modelled yet");
@@ -41,24 +43,30 @@ Status CheckModelled(const model::Job& job) {
   }
   // torchtitan's Llama block: RMSNorm, bias-free projections, SwiGLU feed-forward.
   auto llama_only = [](const char* field, const std::string& value) {
-    return Unsupported(field, "fsdp2 jobs are modelled as torchtitan's Llama (RMSNorm, no biases, SwiGLU with "
-                              "silu); got " + value);
+    return Unsupported(
+        field,
+        "fsdp2 jobs are modelled as torchtitan's Llama (RMSNorm, no biases, SwiGLU with "
+        "silu); got " +
+            value);
   };
   if (!m.gated_linear_unit) return llama_only("model.gated_linear_unit", "false");
   if (m.activation_func != "silu") return llama_only("model.activation_func", m.activation_func);
-  if (m.normalization != model::Normalization::kRMSNorm) return llama_only("model.normalization", "LayerNorm");
+  if (m.normalization != model::Normalization::kRMSNorm)
+    return llama_only("model.normalization", "LayerNorm");
   if (m.add_bias_linear) return llama_only("model.add_bias_linear", "true");
   if (m.add_qkv_bias) return llama_only("model.add_qkv_bias", "true");
   if (m.qk_layernorm) return llama_only("model.qk_layernorm", "true");
   // torchtitan's TP plan splits heads, KV heads and the FFN across TP ranks evenly
   // (Attention.forward views the local wq/wk/wv outputs as whole heads).
   const std::int64_t tp = std::max(1, m.tensor_model_parallel_size);
-  for (auto [field, value] : {std::pair{"model.num_attention_heads", m.num_attention_heads},
-                              std::pair{"model.num_query_groups", model::EffectiveQueryGroups(m)},
-                              std::pair{"model.ffn_hidden_size", model::EffectiveFfnHiddenSize(m)}}) {
+  for (auto [field, value] :
+       {std::pair{"model.num_attention_heads", m.num_attention_heads},
+        std::pair{"model.num_query_groups", model::EffectiveQueryGroups(m)},
+        std::pair{"model.ffn_hidden_size", model::EffectiveFfnHiddenSize(m)}}) {
     if (value % tp != 0) {
-      return InvalidConfig(field, std::to_string(value) + " is not divisible by tensor_model_parallel_size " +
-                                      std::to_string(tp) + " (torchtitan shards heads and the FFN evenly)");
+      return InvalidConfig(
+          field, std::to_string(value) + " is not divisible by tensor_model_parallel_size " +
+                     std::to_string(tp) + " (torchtitan shards heads and the FFN evenly)");
     }
   }
   if (job.memtune.fsdp2.param_dtype != model::Dtype::kBf16) {  // activations are sized in bf16
@@ -71,7 +79,8 @@ Status CheckModelled(const model::Job& job) {
                        "min-cut partitioner picks; not modelled (set activation_checkpoint)");
   }
   if (m.num_layers <= 0 || m.hidden_size <= 0 || m.num_attention_heads <= 0 || m.seq_length <= 0) {
-    return InvalidConfig("model", "num_layers, hidden_size, num_attention_heads and seq_length must be positive");
+    return InvalidConfig(
+        "model", "num_layers, hidden_size, num_attention_heads and seq_length must be positive");
   }
   return OkStatus();
 }
@@ -96,16 +105,17 @@ void AddParams(const model::Job& job, int tp, Fsdp2Facts& f) {
   const std::int64_t ffn = model::EffectiveFfnHiddenSize(m);
   const std::int64_t vocab = model::PaddedVocabSize(job);
   f.block_params = {
-      {"attention_norm.weight", h, 1}, {"attention.wq.weight", q / tp, h},
-      {"attention.wk.weight", kv / tp, h}, {"attention.wv.weight", kv / tp, h},
-      {"attention.wo.weight", h, q / tp}, {"ffn_norm.weight", h, 1},
+      {"attention_norm.weight", h, 1},         {"attention.wq.weight", q / tp, h},
+      {"attention.wk.weight", kv / tp, h},     {"attention.wv.weight", kv / tp, h},
+      {"attention.wo.weight", h, q / tp},      {"ffn_norm.weight", h, 1},
       {"feed_forward.w1.weight", ffn / tp, h}, {"feed_forward.w2.weight", h, ffn / tp},
       {"feed_forward.w3.weight", ffn / tp, h},
   };
   // DTensor shards an uneven vocabulary in ceil-sized pieces: the first ranks hold the most.
   const std::int64_t vocab_local = (vocab + tp - 1) / tp;
   f.root_params = {{"tok_embeddings.weight", vocab_local, h}, {"norm.weight", h, 1}};
-  if (!m.share_embeddings_and_output_weights) f.root_params.push_back({"output.weight", vocab_local, h});
+  if (!m.share_embeddings_and_output_weights)
+    f.root_params.push_back({"output.weight", vocab_local, h});
   f.vocab_local = vocab_local;
 }
 
@@ -161,10 +171,12 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
     // fuses RMSNorm, RoPE and SiLU*mul, so their fp32 and pointwise intermediates are not
     // materialised; backward needs the GEMM inputs, attention tensors and norm inputs.
     f.block_eager = {
-        {"attn.gemm_input", a * n * h}, {"sdpa.q", a * n * q},         {"sdpa.k", a * n * kv_sdpa},
-        {"sdpa.v", a * n * kv_sdpa},    {"sdpa.out", a * n * q},        {"sdpa.lse", fp32 * n * heads},
-        {"residual.mid", a * r * h},    {"mlp.gemm_input", a * n * h}, {"mlp.w1_out", a * n * ffn},
-        {"mlp.w3_out", a * n * ffn},    {"mlp.w2_in", a * n * ffn},
+        {"attn.gemm_input", a * n * h}, {"sdpa.q", a * n * q},
+        {"sdpa.k", a * n * kv_sdpa},    {"sdpa.v", a * n * kv_sdpa},
+        {"sdpa.out", a * n * q},        {"sdpa.lse", fp32 * n * heads},
+        {"residual.mid", a * r * h},    {"mlp.gemm_input", a * n * h},
+        {"mlp.w1_out", a * n * ffn},    {"mlp.w3_out", a * n * ffn},
+        {"mlp.w2_in", a * n * ffn},
     };
   }
   // parallelize_llama.py _save_list with "every second mm recomputed": mm #1 wq, #3 wv,
@@ -174,8 +186,8 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
   // policy only tags graph nodes and AOTAutograd's partitioner saves what the backward graph
   // reads, which w2's output (consumed by the residual add) is not.
   f.block_sac = {
-      {"sac.wq_out", a * n * q},   {"sac.wv_out", a * n * kv},  {"sac.w1_out", a * n * ffn},
-      {"sdpa.out", a * n * q},     {"sdpa.lse", fp32 * n * heads},
+      {"sac.wq_out", a * n * q}, {"sac.wv_out", a * n * kv},     {"sac.w1_out", a * n * ffn},
+      {"sdpa.out", a * n * q},   {"sdpa.lse", fp32 * n * heads},
   };
   if (!f.compile) f.block_sac.push_back({"sac.w2_out", a * n * h});
   f.block_input_bytes = a * r * h;
@@ -195,7 +207,8 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
 std::int64_t Fsdp2Facts::LossBackwardPeakBytes() const {
   // Compiled: the saved bf16 logits and row statistics, and the bf16 gradient. Eager: the
   // saved log-softmax output plus the other fp32 tensors of its backward.
-  return compile_loss ? 2 * logits_bytes + loss_row_stats_bytes : LossBackwardTensors() * logits_fp32_bytes;
+  return compile_loss ? 2 * logits_bytes + loss_row_stats_bytes
+                      : LossBackwardTensors() * logits_fp32_bytes;
 }
 
 std::int64_t Fsdp2Facts::BlockShardElements() const {
@@ -223,11 +236,15 @@ std::int64_t Fsdp2Facts::HeadElements() const {
 
 bool Fsdp2Facts::Checkpointed(int layer) const {
   switch (ac) {
-    case Fsdp2Ac::kNone: return false;
-    case Fsdp2Ac::kSelectiveOp: case Fsdp2Ac::kFull: return true;
+    case Fsdp2Ac::kNone:
+      return false;
+    case Fsdp2Ac::kSelectiveOp:
+    case Fsdp2Ac::kFull:
+      return true;
     // torchtitan _apply_ac_to_transformer_block: a global counter, checkpoint when
     // count % ac_freq == 0; the count starts at 1 for layer 0.
-    case Fsdp2Ac::kSelectiveLayer: return (layer + 1) % selective_layer_every == 0;
+    case Fsdp2Ac::kSelectiveLayer:
+      return (layer + 1) % selective_layer_every == 0;
   }
   return false;
 }
@@ -249,18 +266,21 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
   MEMTUNE_TRY(f.ac, ParseAc(cfg.activation_checkpoint));
   f.tp = std::max(1, m.tensor_model_parallel_size);
   const int world = job.memtune.world_size > 0 ? job.memtune.world_size : f.tp;
-  const int model_ranks = f.tp * std::max(1, m.pipeline_model_parallel_size) * std::max(1, m.context_parallel_size);
+  const int model_ranks =
+      f.tp * std::max(1, m.pipeline_model_parallel_size) * std::max(1, m.context_parallel_size);
   const int dp_shard = cfg.shard_degree > 0 ? cfg.shard_degree : world / model_ranks;
   f.cp = std::max(1, m.context_parallel_size);
   // parallelize_llama.py: FSDP shards over the dp_shard x cp mesh ("dp_shard_cp").
   f.shard = dp_shard * f.cp;
   if (dp_shard <= 0 || world % (dp_shard * model_ranks) != 0) {
     return InvalidConfig("memtune.fsdp2.shard_degree",
-                         std::to_string(cfg.shard_degree) + " does not divide world / (TP*PP*CP) = " +
-                             std::to_string(world) + " / " + std::to_string(model_ranks));
+                         std::to_string(cfg.shard_degree) +
+                             " does not divide world / (TP*PP*CP) = " + std::to_string(world) +
+                             " / " + std::to_string(model_ranks));
   }
   f.replicate = world / (dp_shard * model_ranks);
-  f.torch_workspace_bytes = 2 * TorchCublasWorkspaceBytes(JobComputeCapability(job), job.memtune.env);
+  f.torch_workspace_bytes =
+      2 * TorchCublasWorkspaceBytes(JobComputeCapability(job), job.memtune.env);
   f.layers = static_cast<int>(m.num_layers);
   f.compile = cfg.compile;
   f.compile_loss = cfg.compile_loss;
@@ -270,7 +290,8 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
   f.reduce_bytes = model::DtypeBytes(cfg.reduce_dtype);
   const std::int64_t dp = static_cast<std::int64_t>(dp_shard) * f.replicate;
   const std::int64_t per_step = job.train.micro_batch_size * dp;
-  f.microbatches = per_step > 0 ? std::max<std::int64_t>(1, job.train.global_batch_size / per_step) : 1;
+  f.microbatches =
+      per_step > 0 ? std::max<std::int64_t>(1, job.train.global_batch_size / per_step) : 1;
   f.tokens = job.train.micro_batch_size * m.seq_length / f.cp;  // this CP rank's chunks
   AddParams(job, f.tp, f);
   AddBlockActivations(job, f);

@@ -40,17 +40,17 @@ enum class Fsdp2Ac { kNone, kSelectiveOp, kSelectiveLayer, kFull };
 
 struct Fsdp2Facts {
   int tp = 1, cp = 1, layers = 0;
-  int shard = 1;                    // FSDP2 mesh: dp_shard * cp ranks share each parameter
-  int replicate = 1;                // HSDP replicas
-  int selective_layer_every = 2;    // torchtitan selective_ac_option default "2"
+  int shard = 1;                  // FSDP2 mesh: dp_shard * cp ranks share each parameter
+  int replicate = 1;              // HSDP replicas
+  int selective_layer_every = 2;  // torchtitan selective_ac_option default "2"
   Fsdp2Ac ac = Fsdp2Ac::kNone;
   bool compile = false, float8 = false, reshard_after_forward = true;
-  bool compile_loss = false;        // the cross-entropy runs under torch.compile
-  int param_bytes = 2;              // mp_policy.param_dtype (compute copy)
-  int reduce_bytes = 4;             // mp_policy.reduce_dtype (gradient reduce-scatter)
-  std::int64_t microbatches = 1;    // gradient-accumulation steps per optimizer step
-  std::int64_t tokens = 0;          // b * s / cp: one micro-batch's tokens on this rank
-  std::int64_t vocab_local = 0;     // vocabulary columns of the logits on this rank
+  bool compile_loss = false;      // the cross-entropy runs under torch.compile
+  int param_bytes = 2;            // mp_policy.param_dtype (compute copy)
+  int reduce_bytes = 4;           // mp_policy.reduce_dtype (gradient reduce-scatter)
+  std::int64_t microbatches = 1;  // gradient-accumulation steps per optimizer step
+  std::int64_t tokens = 0;        // b * s / cp: one micro-batch's tokens on this rank
+  std::int64_t vocab_local = 0;   // vocabulary columns of the logits on this rank
   // TP-local widths: hidden, q (heads * head dim), kv, heads, ffn; repeat_kv copies k/v to
   // the query heads when num_query_groups < num_attention_heads.
   std::int64_t hidden = 0, q_local = 0, kv_local = 0, heads_local = 0, ffn_local = 0;
@@ -59,20 +59,20 @@ struct Fsdp2Facts {
   // PyTorch cuBLAS workspaces: every GEMM is a torch GEMM, run by the Python thread
   // (forward) and the autograd engine's thread (backward): two (workspaces.h).
   std::int64_t torch_workspace_bytes = 0;
-  bool loss_parallel = false;       // TP > 1: torchtitan's loss_parallel (DTensor handlers)
+  bool loss_parallel = false;  // TP > 1: torchtitan's loss_parallel (DTensor handlers)
 
   std::vector<Fsdp2Param> block_params;  // one transformer block
   std::vector<Fsdp2Param> root_params;   // tok_embeddings, norm, output
 
   // Activations of one block, per micro-batch.
-  std::vector<Fsdp2Tensor> block_eager;   // saved without AC (recompute re-creates these)
-  std::vector<Fsdp2Tensor> block_sac;     // selective_op: the policy's MUST_SAVE outputs
-  std::int64_t block_input_bytes = 0;     // the block input a checkpoint keeps
-  std::vector<Fsdp2Tensor> outside;       // tokens, final norm and output-layer inputs
+  std::vector<Fsdp2Tensor> block_eager;  // saved without AC (recompute re-creates these)
+  std::vector<Fsdp2Tensor> block_sac;    // selective_op: the policy's MUST_SAVE outputs
+  std::int64_t block_input_bytes = 0;    // the block input a checkpoint keeps
+  std::vector<Fsdp2Tensor> outside;      // tokens, final norm and output-layer inputs
 
   // Loss on one micro-batch: bf16 logits, fp32 copy, log-softmax output, gradients.
-  std::int64_t logits_bytes = 0;          // output-layer result in bf16
-  std::int64_t logits_fp32_bytes = 0;     // one fp32 tensor of the logits' shape
+  std::int64_t logits_bytes = 0;       // output-layer result in bf16
+  std::int64_t logits_fp32_bytes = 0;  // one fp32 tensor of the logits' shape
   // Compiled loss: AOTAutograd's partitioner saves the bf16 logits and two fp32 statistics
   // per row (max and log-sum-exp) instead of the fp32 log-softmax; the backward is one fused
   // kernel writing the bf16 logits gradient (the .float() cast's backward folded in).

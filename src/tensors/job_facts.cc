@@ -51,7 +51,8 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
   // (fusions/fused_cross_entropy.py, which calls the same helpers) save the fp32 softmax
   // (exp_logits) for backward. Only TE's loss (cross_entropy_fusion_impl: te,
   // TE cross_entropy.py) keeps the bf16 logits, overwritten in place with the gradient.
-  const bool te_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyFusionImpl::kTe;
+  const bool te_loss = m.cross_entropy_loss_fusion &&
+                       m.cross_entropy_fusion_impl == model::CrossEntropyFusionImpl::kTe;
   const int kept_bytes = te_loss ? f.act.act_bytes : 4;
   f.logits_per_mb = kept_bytes * vocab_per_rank * tokens * logit_sets;
   // fusions/fused_cross_entropy.py runs its steps through jit_fuser (torch.compile, jit.py):
@@ -59,7 +60,8 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
   // backward) become a computed fp32 buffer copied back, so the native fused loss holds one
   // more fp32 logits-sized tensor next to the bf16 logits / their gradient. Measured on the
   // Megatron-LM CI runs with --cross-entropy-loss-fusion (docs/validation.md).
-  const bool compiled_loss = m.cross_entropy_loss_fusion && m.cross_entropy_fusion_impl == model::CrossEntropyFusionImpl::kNative;
+  const bool compiled_loss = m.cross_entropy_loss_fusion &&
+                             m.cross_entropy_fusion_impl == model::CrossEntropyFusionImpl::kNative;
   f.logits_transient = (f.act.act_bytes + (compiled_loss ? 4 : 0)) * vocab_per_rank * tokens;
   // tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication.backward
   // without gradient_accumulation_fusion: grad_weight = grad_output.t().matmul(total_input),
@@ -78,9 +80,10 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
   // wgrad_deferral_limit micro-batches (all when 0); finish_embedding_wgrad_compute
   // (schedules.py) consumes them after the pipeline flush.
   if (m.defer_embedding_wgrad_compute && m.pipeline_model_parallel_size > 1) {
-    f.deferred_microbatches = m.wgrad_deferral_limit == 0
-                                  ? f.num_microbatches
-                                  : std::min<std::int64_t>(m.wgrad_deferral_limit, f.num_microbatches);
+    f.deferred_microbatches =
+        m.wgrad_deferral_limit == 0
+            ? f.num_microbatches
+            : std::min<std::int64_t>(m.wgrad_deferral_limit, f.num_microbatches);
     f.deferred_wgrad_per_mb = f.act.act_bytes * (vocab_per_rank + hid) * tokens;
   }
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);

@@ -27,20 +27,20 @@ struct ActTensorList {
 struct JobFacts {
   ActContext act;
   ParamCatalog params;
-  ActBytes layer[2][2] = {};            // [moe][fp8 layer]
-  std::int64_t layer_total[2][2] = {};  // SumBytes(layer[moe][fp8])
-  ActTensorList layer_tensors[2][2];    // the tensors nonzero in layer[moe][fp8]
-  int uniform_kind = -1;                // moe*2+fp8 when every layer is alike, else -1
-  bool plain_layers = false;            // uniform_kind, no full recompute, no activation
-                                        // offload: every layer's activations stored
-  KeepRules keep;                       // full recompute / CPU offloading (layer_plan.h)
-  std::int64_t workspace[2][2] = {};    // backward working set, [moe][fp8 layer]
-  std::int64_t checkpoint_input = 0;    // full recompute: one unit's saved input
-  std::int64_t embedding_per_mb = 0;    // token ids + embedding dropout mask
+  ActBytes layer[2][2] = {};              // [moe][fp8 layer]
+  std::int64_t layer_total[2][2] = {};    // SumBytes(layer[moe][fp8])
+  ActTensorList layer_tensors[2][2];      // the tensors nonzero in layer[moe][fp8]
+  int uniform_kind = -1;                  // moe*2+fp8 when every layer is alike, else -1
+  bool plain_layers = false;              // uniform_kind, no full recompute, no activation
+                                          // offload: every layer's activations stored
+  KeepRules keep;                         // full recompute / CPU offloading (layer_plan.h)
+  std::int64_t workspace[2][2] = {};      // backward working set, [moe][fp8 layer]
+  std::int64_t checkpoint_input = 0;      // full recompute: one unit's saved input
+  std::int64_t embedding_per_mb = 0;      // token ids + embedding dropout mask
   std::int64_t local_hidden_per_mb = 0;   // one micro-batch's hidden states (local tokens)
   std::int64_t output_hidden_per_mb = 0;  // final-norm input + output-layer input
-  std::int64_t logits_per_mb = 0;       // logits kept for the loss backward
-  std::int64_t logits_transient = 0;    // bf16 logits / their gradient, one micro-batch
+  std::int64_t logits_per_mb = 0;         // logits kept for the loss backward
+  std::int64_t logits_transient = 0;      // bf16 logits / their gradient, one micro-batch
   // Without gradient_accumulation_fusion: the output layer's weight gradient (0 with it).
   std::int64_t output_wgrad = 0;
   // What the output layer's backward adds on top of the logits gradient, once this micro-
@@ -51,8 +51,8 @@ struct JobFacts {
   std::int64_t deferred_wgrad_per_mb = 0;
   std::int64_t deferred_microbatches = 0;
   std::int64_t num_microbatches = 1;
-  int group_size = 1;                   // microbatch_group_size_per_vp_stage
-  WorkspaceRules workspaces;            // library GEMM workspaces (workspaces.h)
+  int group_size = 1;         // microbatch_group_size_per_vp_stage
+  WorkspaceRules workspaces;  // library GEMM workspaces (workspaces.h)
 };
 
 // Facts of `job` for every rank. `num_microbatches`: per iteration, when not the job's own

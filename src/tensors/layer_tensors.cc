@@ -8,14 +8,14 @@ namespace memtune::tensors {
 namespace {
 
 constexpr const char* kFwdNames[kNumFwdTransients] = {
-    "fwd.ln1_gather",  "fwd.attn_score_input", "fwd.attn_scores", "fwd.proj_in_cast",
-    "fwd.proj_out",    "fwd.proj_scatter",     "fwd.ln2_gather",  "fwd.act_out",
-    "fwd.moe_dispatch", "fwd.moe_combine",     "fwd.fc2_out",     "fwd.fc2_scatter",
+    "fwd.ln1_gather",   "fwd.attn_score_input", "fwd.attn_scores", "fwd.proj_in_cast",
+    "fwd.proj_out",     "fwd.proj_scatter",     "fwd.ln2_gather",  "fwd.act_out",
+    "fwd.moe_dispatch", "fwd.moe_combine",      "fwd.fc2_out",     "fwd.fc2_scatter",
 };
 
 constexpr const char* kBwdNames[kNumBwdTransients] = {
-    "bwd.grad_out",        "bwd.grad_gather",  "bwd.grad_fc2_in", "bwd.grad_fc1_out",
-    "bwd.grad_fc1_out_fp8", "bwd.fc1_in_gather", "bwd.fc1_wgrad", "bwd.fc1_dgrad",
+    "bwd.grad_out",         "bwd.grad_gather",   "bwd.grad_fc2_in", "bwd.grad_fc1_out",
+    "bwd.grad_fc1_out_fp8", "bwd.fc1_in_gather", "bwd.fc1_wgrad",   "bwd.fc1_dgrad",
 };
 
 // Columns of the MLP's fc2 input on this rank, per local token: dense f / TP; MoE the
@@ -155,7 +155,8 @@ ActBytes LayerRecomputedTensors(const ActContext& c, bool moe_layer, bool fp8_la
   return LayerRecomputedTensors(c, moe_layer, fp8_layer, LayerActivations(c, moe_layer, fp8_layer));
 }
 
-ActBytes LayerRecomputedTensors(const ActContext& c, bool moe_layer, bool fp8_layer, const ActBytes& kept) {
+ActBytes LayerRecomputedTensors(const ActContext& c, bool moe_layer, bool fp8_layer,
+                                const ActBytes& kept) {
   ActContext plain = c;
   plain.recompute_core_attn = plain.recompute_mlp = plain.recompute_moe = false;
   plain.recompute_moe_act = plain.recompute_layernorm = plain.recompute_mla_up = false;

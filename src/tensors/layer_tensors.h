@@ -17,32 +17,32 @@ namespace memtune::tensors {
 // the layer's forward (communication buffers after the GEMM, GEMM outputs after the
 // reduce-scatter, bf16 activations after their fp8 cast).
 enum FwdTransient : int {
-  kFwdLn1Gather,     // SP all-gather of the input-norm output (linear_qkv GEMM input)
-  kFwdAttnScoreInput,// unfused TE attention: the torch.empty baddbmm is given (freed after it)
-  kFwdAttnScores,    // unfused attention: raw scores [b, heads, sq, sk] until the softmax
-  kFwdProjInCast,    // fp8 cast of the attention output (linear_proj GEMM input)
-  kFwdProjOut,       // linear_proj GEMM output before the SP reduce-scatter (full tokens)
-  kFwdProjScatter,   // linear_proj reduce-scatter output (local tokens), before the residual add
-  kFwdLn2Gather,     // SP all-gather of the pre-MLP norm output (linear_fc1 GEMM input)
-  kFwdActOut,        // activation-function output in bf16 before its fp8 cast
-  kFwdMoeDispatch,   // MoE all-to-all / all-gather dispatch buffer (tokens sent to experts)
-  kFwdMoeCombine,    // MoE combine buffer (expert outputs on their way back)
-  kFwdFc2Out,        // linear_fc2 GEMM output before the SP reduce-scatter (full tokens)
-  kFwdFc2Scatter,    // linear_fc2 reduce-scatter output (local tokens)
+  kFwdLn1Gather,       // SP all-gather of the input-norm output (linear_qkv GEMM input)
+  kFwdAttnScoreInput,  // unfused TE attention: the torch.empty baddbmm is given (freed after it)
+  kFwdAttnScores,      // unfused attention: raw scores [b, heads, sq, sk] until the softmax
+  kFwdProjInCast,      // fp8 cast of the attention output (linear_proj GEMM input)
+  kFwdProjOut,         // linear_proj GEMM output before the SP reduce-scatter (full tokens)
+  kFwdProjScatter,     // linear_proj reduce-scatter output (local tokens), before the residual add
+  kFwdLn2Gather,       // SP all-gather of the pre-MLP norm output (linear_fc1 GEMM input)
+  kFwdActOut,          // activation-function output in bf16 before its fp8 cast
+  kFwdMoeDispatch,     // MoE all-to-all / all-gather dispatch buffer (tokens sent to experts)
+  kFwdMoeCombine,      // MoE combine buffer (expert outputs on their way back)
+  kFwdFc2Out,          // linear_fc2 GEMM output before the SP reduce-scatter (full tokens)
+  kFwdFc2Scatter,      // linear_fc2 reduce-scatter output (local tokens)
   kNumFwdTransients,
 };
 
 // Backward working set of one layer, all live at the MLP backward's peak (the first five
 // at once; see docs/estimator.md). Bytes per micro-batch on one rank.
 enum BwdTransient : int {
-  kBwdGradOut,       // incoming gradient of the layer output (local tokens)
-  kBwdGradGather,    // SP all-gather of that gradient (linear_fc2 dgrad input)
-  kBwdGradFc2In,     // gradient of the linear_fc2 input
-  kBwdGradFc1Out,    // gradient of the linear_fc1 output (activation backward)
-  kBwdGradFc1OutFp8, // its fp8 cast (linear_fc1 dgrad/wgrad input), fp8 layers only
-  kBwdFc1InGather,   // SP re-gather of the saved linear_fc1 input for the wgrad
-  kBwdFc1Wgrad,      // the linear_fc1 weight gradient, without gradient_accumulation_fusion
-  kBwdFc1Dgrad,      // linear_fc1 dgrad output before the SP reduce-scatter (full tokens)
+  kBwdGradOut,        // incoming gradient of the layer output (local tokens)
+  kBwdGradGather,     // SP all-gather of that gradient (linear_fc2 dgrad input)
+  kBwdGradFc2In,      // gradient of the linear_fc2 input
+  kBwdGradFc1Out,     // gradient of the linear_fc1 output (activation backward)
+  kBwdGradFc1OutFp8,  // its fp8 cast (linear_fc1 dgrad/wgrad input), fp8 layers only
+  kBwdFc1InGather,    // SP re-gather of the saved linear_fc1 input for the wgrad
+  kBwdFc1Wgrad,       // the linear_fc1 weight gradient, without gradient_accumulation_fusion
+  kBwdFc1Dgrad,       // linear_fc1 dgrad output before the SP reduce-scatter (full tokens)
   kNumBwdTransients,
 };
 
@@ -86,6 +86,7 @@ BwdBytes LayerBackwardTransients(const ActContext& ctx, bool moe_layer, bool fp8
 // LayerActivations without recompute minus LayerActivations with it, tensor by tensor.
 ActBytes LayerRecomputedTensors(const ActContext& ctx, bool moe_layer, bool fp8_layer);
 // The same, given the layer's LayerActivations(ctx, moe_layer, fp8_layer) (computed once).
-ActBytes LayerRecomputedTensors(const ActContext& ctx, bool moe_layer, bool fp8_layer, const ActBytes& kept);
+ActBytes LayerRecomputedTensors(const ActContext& ctx, bool moe_layer, bool fp8_layer,
+                                const ActBytes& kept);
 
 }  // namespace memtune::tensors

@@ -37,8 +37,14 @@ class ListSumSink final : public model::ParamTensorSink {
  public:
   // `wgrad`: also collects the tensors' placeholder shapes (AddWgradShape), `wgrad_bytes`
   // bytes per element.
-  ListSumSink(int tp, int ep, int etp, bool with_fp8, WgradShapes* wgrad = nullptr, int wgrad_bytes = 2)
-      : tp_(tp), ep_(ep), etp_(etp), with_fp8_(with_fp8), wgrad_(wgrad), wgrad_bytes_(wgrad_bytes) {}
+  ListSumSink(int tp, int ep, int etp, bool with_fp8, WgradShapes* wgrad = nullptr,
+              int wgrad_bytes = 2)
+      : tp_(tp),
+        ep_(ep),
+        etp_(etp),
+        with_fp8_(with_fp8),
+        wgrad_(wgrad),
+        wgrad_bytes_(wgrad_bytes) {}
   void Add(const ParamTensor& t) override {
     if (wgrad_ != nullptr) AddWgradShape(*wgrad_, t, tp_, etp_, wgrad_bytes_);
     const std::int64_t n = LocalElements(t, tp_, ep_, etp_);
@@ -67,7 +73,8 @@ class ListSumSink final : public model::ParamTensorSink {
 };
 
 bool Targets(const model::PeftConfig& p, std::string_view module) {
-  return std::find(p.target_modules.begin(), p.target_modules.end(), module) != p.target_modules.end();
+  return std::find(p.target_modules.begin(), p.target_modules.end(), module) !=
+         p.target_modules.end();
 }
 
 // Bridge peft/utils.py ParallelLinearAdapter: linear_in + linear_out = dim * (in + out)
@@ -78,7 +85,8 @@ std::int64_t LoraElements(const model::Job& job, bool moe_layer) {
   const auto& p = *job.peft;
   const std::int64_t h = m.hidden_size, d = model::EffectiveKvChannels(m);
   const std::int64_t q = m.num_attention_heads * d, kv = model::EffectiveQueryGroups(m) * d;
-  const std::int64_t f = moe_layer ? model::EffectiveMoeFfnHiddenSize(m) : model::EffectiveFfnHiddenSize(m);
+  const std::int64_t f =
+      moe_layer ? model::EffectiveMoeFfnHiddenSize(m) : model::EffectiveFfnHiddenSize(m);
   const std::int64_t glu = m.gated_linear_unit ? 2 : 1;
   std::int64_t elements = 0, outs = 0;
   auto add = [&](std::string_view name, std::int64_t in, std::int64_t out) {
@@ -153,7 +161,8 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
 
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
                            const estimate::StageLayout& stage, int pp_size) {
-  return CountRankParams(job, catalog, std::span<const estimate::ModelChunk>(stage.chunks), pp_size);
+  return CountRankParams(job, catalog, std::span<const estimate::ModelChunk>(stage.chunks),
+                         pp_size);
 }
 
 RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
@@ -168,7 +177,8 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
       ++count[0][1];
       return;
     }
-    const bool moe = layer < static_cast<int>(catalog.moe_pattern.size()) && catalog.moe_pattern[layer];
+    const bool moe =
+        layer < static_cast<int>(catalog.moe_pattern.size()) && catalog.moe_pattern[layer];
     ++count[moe][IsBf16Layer(m, layer) ? 0 : 1];
   };
   for (const auto& chunk : chunks) {
@@ -186,7 +196,8 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
       Add(r, catalog.output, 1, frozen);
       // Tied embeddings with PP > 1: the last stage keeps its own copy of the word
       // embedding as the output weight (MCore LanguageModule.setup_embeddings_and_output_layer).
-      if (m.share_embeddings_and_output_weights && pp_size > 1) Add(r, catalog.word_embedding, 1, frozen);
+      if (m.share_embeddings_and_output_weights && pp_size > 1)
+        Add(r, catalog.word_embedding, 1, frozen);
     }
   }
   for (int moe = 0; moe < 2; ++moe) {
@@ -214,8 +225,9 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
   ModelStateRules g;
   // MCore optimizer/__init__.py: the distributed optimizer shards dense state over the
   // (intra-instance) DP x CP group and expert state over the expert-DP group.
-  g.dense_shard =
-      sharded_opt ? std::max<std::int64_t>(1, std::int64_t{model::DataParallelSize(job)} * cp / instances) : 1;
+  g.dense_shard = sharded_opt ? std::max<std::int64_t>(
+                                    1, std::int64_t{model::DataParallelSize(job)} * cp / instances)
+                              : 1;
   g.expert_shard =
       sharded_opt ? std::max<std::int64_t>(1, model::ExpertDataParallelSize(job) / instances) : 1;
   g.shard_grads = fsdp && (strategy == "optim_grads" || strategy == "optim_grads_params");
@@ -245,7 +257,8 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
   const bool aware_copies =
       g.aware && (opt.main_params_dtype != model::Dtype::kFp32 || m.fp8_recipe.empty() ||
                   m.fp8_recipe == "delayed" || opt.optimizer_cpu_offload);
-  g.fp8_cast_copies = g.fp8 && m.fp8_param_gather && opt.use_distributed_optimizer && !fsdp && !aware_copies;
+  g.fp8_cast_copies =
+      g.fp8 && m.fp8_param_gather && opt.use_distributed_optimizer && !fsdp && !aware_copies;
   return g;
 }
 
@@ -260,10 +273,14 @@ ModelStateBytes ComputeModelState(const ModelStateRules& g, const RankParams& p)
   const int pbytes = g.pbytes, gbytes = g.gbytes;
   ModelStateBytes s;
   auto shard = [](std::int64_t bytes, std::int64_t n, bool on) { return on ? bytes / n : bytes; };
-  const std::int64_t dense_hp = p.dense_hp + p.dense_frozen_hp, dense_fp8 = p.dense_fp8 + p.dense_frozen_fp8;
-  const std::int64_t exp_hp = p.expert_hp + p.expert_frozen_hp, exp_fp8 = p.expert_fp8 + p.expert_frozen_fp8;
-  s.params_hp = shard(dense_hp * pbytes, dense_shard, shard_params) + shard(exp_hp * pbytes, expert_shard, shard_params);
-  s.params_fp8 = shard(dense_fp8, dense_shard, shard_params) + shard(exp_fp8, expert_shard, shard_params);
+  const std::int64_t dense_hp = p.dense_hp + p.dense_frozen_hp,
+                     dense_fp8 = p.dense_fp8 + p.dense_frozen_fp8;
+  const std::int64_t exp_hp = p.expert_hp + p.expert_frozen_hp,
+                     exp_fp8 = p.expert_fp8 + p.expert_frozen_fp8;
+  s.params_hp = shard(dense_hp * pbytes, dense_shard, shard_params) +
+                shard(exp_hp * pbytes, expert_shard, shard_params);
+  s.params_fp8 =
+      shard(dense_fp8, dense_shard, shard_params) + shard(exp_fp8, expert_shard, shard_params);
   // TE Float8Tensor.update_usage / post_all_gather_processing: pre-Blackwell GPUs keep a
   // transposed fp8 copy of every fp8 weight. Without fp8 params TE caches the fp8 weight
   // (and its transpose) per module across micro-batches (module/base.py quantize_weight).
@@ -275,7 +292,8 @@ ModelStateBytes ComputeModelState(const ModelStateRules& g, const RankParams& p)
   s.buffers = p.buffers_fp32 * 4;
   s.grads = shard(p.DenseTrainable() * gbytes, dense_shard, shard_grads) +
             shard(p.ExpertTrainable() * gbytes, expert_shard, shard_grads);
-  const std::int64_t dense_sh = p.DenseTrainable() / dense_shard, exp_sh = p.ExpertTrainable() / expert_shard;
+  const std::int64_t dense_sh = p.DenseTrainable() / dense_shard,
+                     exp_sh = p.ExpertTrainable() / expert_shard;
   auto opt_bytes = [&](int b) {
     return static_cast<std::int64_t>((dense_sh + exp_sh) * b * g.on_gpu);
   };

@@ -63,28 +63,28 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
 
 // Bytes of each model-state family of one rank, and the optimizer-step transient.
 struct ModelStateBytes {
-  std::int64_t params_hp = 0;        // params_dtype parameters (+ frozen)
-  std::int64_t params_fp8 = 0;       // fp8 parameter data (uint8 buffers)
-  std::int64_t fp8_transpose = 0;    // fp8 column-wise copies (Hopper) or cached fp8 weights
-  std::int64_t buffers = 0;          // persistent non-trainable buffers
-  std::int64_t attn_score_buffer = 0;  // MCore local attention's global scores buffer
+  std::int64_t params_hp = 0;             // params_dtype parameters (+ frozen)
+  std::int64_t params_fp8 = 0;            // fp8 parameter data (uint8 buffers)
+  std::int64_t fp8_transpose = 0;         // fp8 column-wise copies (Hopper) or cached fp8 weights
+  std::int64_t buffers = 0;               // persistent non-trainable buffers
+  std::int64_t attn_score_buffer = 0;     // MCore local attention's global scores buffer
   std::int64_t output_gather_buffer = 0;  // the output layer's SP gather in that buffer (beyond it)
-  std::int64_t te_workspace = 0;       // Transformer Engine GEMM workspaces (workspaces.h)
-  std::int64_t torch_workspace = 0;    // PyTorch cuBLAS workspaces (workspaces.h)
-  std::int64_t dummy_wgrad = 0;        // TE's cached weight-gradient placeholders (workspaces.h)
-  std::int64_t grads = 0;            // DDP gradient buffers (requires_grad only)
-  std::int64_t main_params = 0;      // fp32 master copies (GPU share)
-  std::int64_t exp_avg = 0;          // Adam first moment (GPU share)
-  std::int64_t exp_avg_sq = 0;       // Adam second moment (GPU share)
-  std::int64_t expert = 0;           // the part of all the above that is routed experts
-  std::int64_t step_transient = 0;   // optimizer step: fp32 copies of bf16 grad shards
-  std::int64_t fp8_cast_copy = 0;    // optimizer step, after Adam: params_dtype copies of the
-                                     // fp8 params' main shards (TE quantize_master_weights)
-  std::int64_t fsdp_gather = 0;      // Megatron-FSDP: unsharded layer params during compute
+  std::int64_t te_workspace = 0;          // Transformer Engine GEMM workspaces (workspaces.h)
+  std::int64_t torch_workspace = 0;       // PyTorch cuBLAS workspaces (workspaces.h)
+  std::int64_t dummy_wgrad = 0;           // TE's cached weight-gradient placeholders (workspaces.h)
+  std::int64_t grads = 0;                 // DDP gradient buffers (requires_grad only)
+  std::int64_t main_params = 0;           // fp32 master copies (GPU share)
+  std::int64_t exp_avg = 0;               // Adam first moment (GPU share)
+  std::int64_t exp_avg_sq = 0;            // Adam second moment (GPU share)
+  std::int64_t expert = 0;                // the part of all the above that is routed experts
+  std::int64_t step_transient = 0;        // optimizer step: fp32 copies of bf16 grad shards
+  std::int64_t fp8_cast_copy = 0;         // optimizer step, after Adam: params_dtype copies of the
+                                          // fp8 params' main shards (TE quantize_master_weights)
+  std::int64_t fsdp_gather = 0;           // Megatron-FSDP: unsharded layer params during compute
   std::int64_t Total() const {
     return params_hp + params_fp8 + fp8_transpose + buffers + attn_score_buffer +
-           output_gather_buffer + te_workspace +
-           torch_workspace + dummy_wgrad + grads + main_params + exp_avg + exp_avg_sq;
+           output_gather_buffer + te_workspace + torch_workspace + dummy_wgrad + grads +
+           main_params + exp_avg + exp_avg_sq;
   }
 };
 

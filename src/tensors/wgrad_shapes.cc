@@ -29,7 +29,8 @@ WgradShape LocalShape(const model::ParamTensor& t, int tp, int etp, int dtype_by
 
 }  // namespace
 
-void AddWgradShape(WgradShapes& out, const model::ParamTensor& t, int tp, int etp, int dtype_bytes) {
+void AddWgradShape(WgradShapes& out, const model::ParamTensor& t, int tp, int etp,
+                   int dtype_bytes) {
   if (t.in_features <= 0 || t.is_buffer || std::strncmp(t.name, "mlp.router.", 11) == 0) return;
   out.Add(LocalShape(t, tp, etp, dtype_bytes));
 }

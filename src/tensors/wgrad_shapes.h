@@ -18,7 +18,7 @@ namespace memtune::tensors {
 // freed; MCore tensor_parallel/layers.py uses it since 2025-08). MCore's DDP hook then
 // drops param.grad, so the placeholder is all that stays. A rank holds one per distinct
 // local weight shape: qkv, proj, fc1 and fc2 of a dense layer are four, however many layers.
-struct WgradShape {  // (no initializers: a WgradShapes' unused entries are never read)
+struct WgradShape {         // (no initializers: a WgradShapes' unused entries are never read)
   std::int64_t rows, cols;  // the local (TP/ETP-sharded) weight shape
   int dtype_bytes;          // bytes per element
   std::int64_t Bytes() const { return rows * cols * dtype_bytes; }
@@ -31,9 +31,9 @@ inline constexpr int kMaxWgradShapes = 24;
 struct WgradShapes {
   std::array<WgradShape, kMaxWgradShapes> shapes;  // [0, count) are set
   int count = 0;
-  void Add(const WgradShape& shape);             // no-op when already present
+  void Add(const WgradShape& shape);  // no-op when already present
   void AddAll(const WgradShapes& other);
-  std::int64_t Bytes() const;                    // sum over the distinct shapes
+  std::int64_t Bytes() const;  // sum over the distinct shapes
 };
 
 // Adds `t`'s local shape when its backward hands autograd a placeholder: TE linears (every

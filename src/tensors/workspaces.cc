@@ -37,9 +37,15 @@ std::optional<std::int64_t> ParseWorkspaceConfig(std::string_view config) {
     const char* p = config.data() + at + 1;
     const char* end = config.data() + config.size();
     auto [q, ec1] = std::from_chars(p, end, size);
-    if (ec1 != std::errc() || q == p || q == end || *q != ':') { ++at; continue; }
+    if (ec1 != std::errc() || q == p || q == end || *q != ':') {
+      ++at;
+      continue;
+    }
     auto [r, ec2] = std::from_chars(q + 1, end, count);
-    if (ec2 != std::errc() || r == q + 1) { ++at; continue; }
+    if (ec2 != std::errc() || r == q + 1) {
+      ++at;
+      continue;
+    }
     // (A workspace beyond a device's memory is no workspace: such a pair is skipped, and the
     // sum stays within kMaxDeviceBytes, so nothing overflows.)
     if (size > 0 && count > 0 && size <= kMaxDeviceBytes / 1024 / count &&
@@ -70,7 +76,8 @@ std::int64_t TorchCublasWorkspaceBytes(std::string_view compute_capability,
     if (auto parsed = ParseWorkspaceConfig(value)) return *parsed;
   }
   if (compute_capability.rfind("gfx", 0) == 0) {
-    const bool big = compute_capability.rfind("gfx94", 0) == 0 || compute_capability.rfind("gfx95", 0) == 0;
+    const bool big =
+        compute_capability.rfind("gfx94", 0) == 0 || compute_capability.rfind("gfx95", 0) == 0;
     return big ? 128 * kMiB : 32 * kMiB;
   }
   const int major = CudaMajor(compute_capability);
@@ -148,7 +155,8 @@ RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules,
     layers = layers || c.num_layers + c.num_mtp_layers > 0;
     output = output || c.has_output;
     mtp = mtp || c.num_mtp_layers > 0;
-    const int patterned = std::min(c.num_layers, std::max(0, static_cast<int>(moe_pattern.size()) - c.first_layer));
+    const int patterned =
+        std::min(c.num_layers, std::max(0, static_cast<int>(moe_pattern.size()) - c.first_layer));
     dense = dense || patterned < c.num_layers;  // past the pattern's end: dense
     for (int i = c.first_layer; i < c.first_layer + patterned && !(moe && dense); ++i) {
       (moe_pattern[i] ? moe : dense) = true;
@@ -165,7 +173,8 @@ RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules,
   }
   if (output || moe || (layers && rules.torch_layers)) w.torch = 2 * rules.torch_bytes;
   if (layers) w.attn_scores = rules.attn_scores_bytes;
-  if (output) w.output_gather = std::max<std::int64_t>(0, rules.output_gather_bytes - w.attn_scores);
+  if (output)
+    w.output_gather = std::max<std::int64_t>(0, rules.output_gather_bytes - w.attn_scores);
   w.wgrad_sources = (dense ? kWgradDense : 0) | (moe ? kWgradMoe : 0) |
                     (output ? kWgradOutput : 0) | (mtp ? kWgradMtp : 0);
   w.dummy_wgrad = rules.wgrad_bytes[w.wgrad_sources];

@@ -51,8 +51,8 @@ enum WgradSource : int { kWgradDense = 1, kWgradMoe = 2, kWgradOutput = 4, kWgra
 inline constexpr int kWgradSourceMasks = 16;
 
 struct RankWorkspaces {
-  std::int64_t te = 0;     // Transformer Engine GEMM workspaces
-  std::int64_t torch = 0;  // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
+  std::int64_t te = 0;           // Transformer Engine GEMM workspaces
+  std::int64_t torch = 0;        // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
   std::int64_t attn_scores = 0;  // MCore local attention's global score buffer
   // The same global buffer ("mpu", one per dtype, grown to the largest request) as the
   // output layer's sequence-parallel all-gather target: the bytes it adds beyond
@@ -69,7 +69,7 @@ struct WorkspaceRules {
   bool torch_layers = false;     // every layer runs torch GEMMs (unfused attention, local spec)
   bool userbuffers = false;      // tp_comm_overlap
   bool grouped_experts = false;  // MoE with moe_grouped_gemm
-  std::int64_t attn_scores_bytes = 0;  // LocalAttentionScoreBuffer (0 unless local attention)
+  std::int64_t attn_scores_bytes = 0;    // LocalAttentionScoreBuffer (0 unless local attention)
   std::int64_t output_gather_bytes = 0;  // the output layer's SP all-gather (0 without SP)
   // Placeholder shapes of each part a rank can build (empty with PEFT: frozen weights get no
   // weight gradient; the adapters' few small shapes are left out).

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <string>
 
-#include "memtune/core/result.h"
 #include "memtune/assess/assess.h"
+#include "memtune/core/result.h"
 #include "memtune/model/examples.h"
 #include "memtune/model/job_parse.h"
 
@@ -18,8 +18,8 @@ constexpr int kExpectedRanks = 4;
 struct Summary {
   int ranks = 0;
   std::int64_t peak_allocated_bytes = 0;
-  int verdicts = 0;                 // one per allocator mode
-  std::string native_state;         // "fits" | "at_risk" | "oom"
+  int verdicts = 0;          // one per allocator mode
+  std::string native_state;  // "fits" | "at_risk" | "oom"
 };
 
 // The one library call this test makes: example name -> assessment summary.
@@ -44,9 +44,10 @@ int main() {
   }
   std::printf("consumer: %s: %d ranks, peak %lld bytes, native %s\n", kExample, summary->ranks,
               static_cast<long long>(summary->peak_allocated_bytes), summary->native_state.c_str());
-  if (summary->ranks != kExpectedRanks || summary->peak_allocated_bytes <= 0 || summary->verdicts != 2 ||
-      summary->native_state.empty()) {
-    std::fprintf(stderr, "consumer: expected %d ranks, a positive peak and two verdicts\n", kExpectedRanks);
+  if (summary->ranks != kExpectedRanks || summary->peak_allocated_bytes <= 0 ||
+      summary->verdicts != 2 || summary->native_state.empty()) {
+    std::fprintf(stderr, "consumer: expected %d ranks, a positive peak and two verdicts\n",
+                 kExpectedRanks);
     return 1;
   }
   return 0;

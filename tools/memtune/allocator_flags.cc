@@ -12,22 +12,26 @@ void AddAllocatorOptions(CLI::App& app, AllocatorFlags& f) {
   app.add_option("--emit-trace", f.emit_trace,
                  "Write the synthesized allocation trace of one rank (docs/trace-format.md)")
       ->option_text("FILE");
-  app.add_option("--trace-rank", f.trace_rank, "Pipeline rank --emit-trace writes (default: the most loaded)")
+  app.add_option("--trace-rank", f.trace_rank,
+                 "Pipeline rank --emit-trace writes (default: the most loaded)")
       ->option_text("N");
-  app.add_option("--iterations", f.iterations, "Training iterations to synthesize and simulate (default 2)")
+  app.add_option("--iterations", f.iterations,
+                 "Training iterations to synthesize and simulate (default 2)")
       ->option_text("N")
       ->check(CLI::Range(1, 100));
   app.add_option("--torch-version", f.torch_version,
                  "PyTorch release whose allocator rules apply: 2.1 to 2.10 or main (default: " +
                      alloc::kDefaultTorchVersion.ToString() + ")");
-  app.add_flag("--no-allocator", f.no_allocator, "Skip the allocator simulation (allocated memory only)");
+  app.add_flag("--no-allocator", f.no_allocator,
+               "Skip the allocator simulation (allocated memory only)");
 }
 
 int ApplyAllocatorFlags(const AllocatorFlags& f, assess::AssessOptions& options) {
   const bool simulate = options.estimate.mode == estimate::Mode::kAccurate && !f.no_allocator;
   if (!simulate && !f.emit_trace.empty()) {
-    return PrintError("estimate", InvalidInput("--emit-trace", "needs --mode accurate and the allocator "
-                                                               "simulation (not --no-allocator)"));
+    return PrintError("estimate", InvalidInput("--emit-trace",
+                                               "needs --mode accurate and the allocator "
+                                               "simulation (not --no-allocator)"));
   }
   options.simulate_allocator = simulate;
   options.iterations = f.iterations;
@@ -45,12 +49,14 @@ int WriteTraceIfAsked(const model::Job& job, const assess::Assessment& a, const 
   const int stages = static_cast<int>(a.forecast->stages.size());
   const int rank = f.trace_rank >= 0 ? f.trace_rank : a.estimate.peak_pp_rank;
   if (rank < 0 || rank >= stages) {
-    return PrintError("estimate", InvalidInput("--trace-rank", "pipeline rank " + std::to_string(rank) +
-                                                                   " does not exist; allowed: 0 to " +
-                                                                   std::to_string(stages - 1)));
+    return PrintError("estimate",
+                      InvalidInput("--trace-rank", "pipeline rank " + std::to_string(rank) +
+                                                       " does not exist; allowed: 0 to " +
+                                                       std::to_string(stages - 1)));
   }
   std::ofstream out(f.emit_trace, std::ios::binary);
-  if (!out) return PrintError("estimate", NotFound("--emit-trace", "cannot write '" + f.emit_trace + "'"));
+  if (!out)
+    return PrintError("estimate", NotFound("--emit-trace", "cannot write '" + f.emit_trace + "'"));
   synth::SynthOptions so;
   so.iterations = options.iterations;
   so.num_microbatches = options.estimate.num_microbatches;

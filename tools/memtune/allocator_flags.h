@@ -3,9 +3,8 @@
 // (docs/synth.md).
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "memtune/alloc/config.h"
 #include "memtune/assess/assess.h"

@@ -218,7 +218,9 @@ int RunCalibrate(int argc, char** argv) {
   app.add_flag("--dry-run", options.dry_run, "run every workload on the CPU with small shapes");
   app.add_option("--out", options.out, "output folder (default: calibrate-out)");
   app.add_option("--only", options.only, "comma-separated workload names (default: all)");
-  app.add_option("--python", options.python, "Python interpreter with PyTorch (default: python3 on PATH, then /usr/bin/python3)");
+  app.add_option(
+      "--python", options.python,
+      "Python interpreter with PyTorch (default: python3 on PATH, then /usr/bin/python3)");
   app.add_option("--harness", options.harness,
                  "the tools/calibrate folder (default: found next to "
                  "the executable)");

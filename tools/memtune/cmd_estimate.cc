@@ -1,9 +1,9 @@
 // memtune estimate: per-rank peak memory of a training job, component by component.
 #include <iostream>
 
+#include "allocator_flags.h"
 #include "command.h"
 #include "commands.h"
-#include "allocator_flags.h"
 #include "job_options.h"
 #include "memtune/assess/assess.h"
 #include "memtune/report/estimate_report.h"
@@ -17,7 +17,8 @@ int RunEstimate(int argc, char** argv) {
       "GPU capacity.",
       "memtune estimate");
   app.footer(
-      "Example:\n  memtune estimate job.yaml\n  memtune estimate job.yaml --mode bridge --format json");
+      "Example:\n  memtune estimate job.yaml\n  memtune estimate job.yaml --mode bridge --format "
+      "json");
   JobFlags flags;
   std::string mode_name = "accurate";
   std::int64_t microbatches = 0;
@@ -44,8 +45,10 @@ int RunEstimate(int argc, char** argv) {
   if (int code = ApplyAllocatorFlags(alloc_flags, options); code >= 0) return code;
   auto assessment = assess::AssessJob(doc->job, options);
   if (!assessment) return PrintError("estimate", assessment.error());
-  if (int code = WriteTraceIfAsked(doc->job, *assessment, alloc_flags, options); code >= 0) return code;
-  const report::EstimateReportContext context{flags.job_file, doc->job.memtune.gpu, doc->defaults_used};
+  if (int code = WriteTraceIfAsked(doc->job, *assessment, alloc_flags, options); code >= 0)
+    return code;
+  const report::EstimateReportContext context{flags.job_file, doc->job.memtune.gpu,
+                                              doc->defaults_used};
   std::cout << (format == OutputFormat::kJson ? report::RenderEstimateJson(*assessment, context)
                                               : report::RenderEstimateText(*assessment, context));
   return kExitOk;

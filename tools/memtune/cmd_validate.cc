@@ -5,8 +5,8 @@
 
 #include "command.h"
 #include "commands.h"
-#include "memtune/core/file.h"
 #include "memtune/assess/validate.h"
+#include "memtune/core/file.h"
 #include "memtune/report/estimate_report.h"
 
 namespace memtune::cli {
@@ -18,13 +18,16 @@ int RunValidate(int argc, char** argv) {
   app.footer(
       "Example:\n  memtune validate measured.jsonl --compare megatron-lm,bridge\n"
       "  memtune validate measured.jsonl --format json\n"
-      "  memtune validate measured.jsonl --after-iterations 1   # as Megatron's first memory report");
+      "  memtune validate measured.jsonl --after-iterations 1   # as Megatron's first memory "
+      "report");
   std::string path, compare, rank;
   int after_iterations = 0;
   OutputFormat format = OutputFormat::kText;
   app.add_option("FILE", path, "validation cases, one JSON object per line")->required();
-  app.add_option("--compare", compare, "compatibility modes to add side by side: megatron-lm,bridge");
-  app.add_option("--rank", rank, "predict this rank for every case instead of its own: max, rank0, last")
+  app.add_option("--compare", compare,
+                 "compatibility modes to add side by side: megatron-lm,bridge");
+  app.add_option("--rank", rank,
+                 "predict this rank for every case instead of its own: max, rank0, last")
       ->check(CLI::IsMember({"max", "rank0", "last"}));
   app.add_option("--after-iterations", after_iterations,
                  "predict each metric as printed by a memory report after N training iterations "

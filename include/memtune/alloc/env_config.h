@@ -13,7 +13,7 @@
 
 namespace memtune::alloc {
 
-inline constexpr std::string_view kAllocConfVar = "PYTORCH_ALLOC_CONF";          // >= 2.9
+inline constexpr std::string_view kAllocConfVar = "PYTORCH_ALLOC_CONF";           // >= 2.9
 inline constexpr std::string_view kCudaAllocConfVar = "PYTORCH_CUDA_ALLOC_CONF";  // all releases
 
 // A config read from an environment, and where its options came from.

@@ -52,9 +52,9 @@ struct ModeVerdict {
   // The deciding rank's uncertainty band: reserved_uncertainty x its peak reserved (kAtRisk
   // when it fits with margin < band).
   std::int64_t uncertainty_bytes = 0;
-  int pp_rank = 0;  // the deciding rank: the worst state, then the smallest margin (kOom:
-                    // the largest peak reserved without a capacity limit)
-  std::string moment;   // kOom: the allocation that failed; else the event at the reserved peak
+  int pp_rank = 0;          // the deciding rank: the worst state, then the smallest margin (kOom:
+                            // the largest peak reserved without a capacity limit)
+  std::string moment;       // kOom: the allocation that failed; else the event at the reserved peak
   std::string oom_message;  // kOom: the text PyTorch raises on that rank
 };
 
@@ -74,8 +74,8 @@ struct FieldChange {
 
 // One piece of advice, as the playbook orders it (../seed memory-tuning.md, docs/assess.md).
 struct Advice {
-  std::string id;             // stable, e.g. "allocator.expandable-segments"
-  std::string playbook_step;  // e.g. "Quick Decision step 1"
+  std::string id;                    // stable, e.g. "allocator.expandable-segments"
+  std::string playbook_step;         // e.g. "Quick Decision step 1"
   std::vector<FieldChange> changes;  // the edits; empty when the advice names no single edit
   // Predicted change of the deciding margin in bytes (positive = more room); 0 when the
   // advice names no edit.

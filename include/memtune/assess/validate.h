@@ -4,9 +4,9 @@
 
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "memtune/core/result.h"
@@ -20,11 +20,11 @@ using estimate::Mode;
 struct ValidationCase {
   std::string id;
   std::string source;
-  std::string job_text;        // the case's "job" object, re-serialized as JSON
-  std::string metric;          // max_allocated | max_reserved | peak_active | device_used
-  std::string rank;            // max | rank0 | last
+  std::string job_text;  // the case's "job" object, re-serialized as JSON
+  std::string metric;    // max_allocated | max_reserved | peak_active | device_used
+  std::string rank;      // max | rank0 | last
   std::int64_t measured_bytes = 0;
-  std::string quality;         // high | medium | low | "" (absent)
+  std::string quality;  // high | medium | low | "" (absent)
   // measured.after_iterations, optional (a memtune extension of job-format.md section 2):
   // the number was read from a memory report printed after this many training iterations
   // (Megatron's "(after N iterations) memory"), so it is predicted as of then; 0 = absent,
@@ -37,8 +37,8 @@ inline constexpr int kMaxAfterIterations = 1000;
 
 // Parses JSON Lines (blank lines and lines starting with '#' are skipped).
 // Errors: kInvalidInput naming "<source_name>:<line>" and the field (id, job, measured.metric,
-// measured.bytes, measured.rank, measured.after_iterations) with what is allowed; kInvalidInput naming `source_name`
-// when the text holds no case at all.
+// measured.bytes, measured.rank, measured.after_iterations) with what is allowed; kInvalidInput
+// naming `source_name` when the text holds no case at all.
 Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
                                                          std::string_view source_name);
 
@@ -58,24 +58,24 @@ struct CaseResult {
   // measured.after_iterations (0 = the whole run).
   int after_iterations = 0;
   Prediction accurate;
-  std::vector<Prediction> compare;              // one per EstimateOptions in `compare`
+  std::vector<Prediction> compare;  // one per EstimateOptions in `compare`
 };
 
 // Error statistics of one mode over the cases it predicted.
 struct ErrorSummary {
   Mode mode = Mode::kAccurate;
-  int cases = 0;                   // all cases
-  int predicted = 0;               // cases with a prediction
+  int cases = 0;      // all cases
+  int predicted = 0;  // cases with a prediction
   double median_abs_error_pct = 0;
-  double p90_abs_error_pct = 0;    // nearest-rank 90th percentile
+  double p90_abs_error_pct = 0;  // nearest-rank 90th percentile
   double max_abs_error_pct = 0;
-  double coverage = 0;             // predicted / cases
+  double coverage = 0;  // predicted / cases
 };
 
 struct ValidationReport {
   std::vector<CaseResult> cases;
-  ErrorSummary summary;                 // accurate mode
-  std::vector<ErrorSummary> compare;    // per compared mode
+  ErrorSummary summary;               // accurate mode
+  std::vector<ErrorSummary> compare;  // per compared mode
 };
 
 struct ValidateOptions {

@@ -40,6 +40,9 @@ enum class PositionEmbedding { kLearnedAbsolute, kRope, kYarn, kMrope, kNone };
 enum class MoeTokenDispatcher { kAllgather, kAlltoall, kFlex };
 // Fused cross-entropy implementation (MCore cross_entropy_fusion_impl): "native" | "te".
 enum class CrossEntropyFusionImpl { kNative, kTe };
+// CUDA-graph implementation (MCore TransformerConfig.cuda_graph_impl): "none" | "local" |
+// "transformer_engine" | "full_iteration".
+enum class CudaGraphImpl { kNone, kLocal, kTransformerEngine, kFullIteration };
 
 // One document spelling of a closed-set enum value.
 template <typename E>
@@ -55,6 +58,7 @@ std::span<const EnumName<SoftmaxType>> EnumNames(SoftmaxType);
 std::span<const EnumName<PositionEmbedding>> EnumNames(PositionEmbedding);
 std::span<const EnumName<MoeTokenDispatcher>> EnumNames(MoeTokenDispatcher);
 std::span<const EnumName<CrossEntropyFusionImpl>> EnumNames(CrossEntropyFusionImpl);
+std::span<const EnumName<CudaGraphImpl>> EnumNames(CudaGraphImpl);
 
 // The document spelling of `value`, e.g. NameOf(MoeTokenDispatcher::kAlltoall) == "alltoall".
 template <typename E>
@@ -72,7 +76,7 @@ enum class Framework { kMegatron, kFsdp2 };
 // the fields a JobSpec and a Job share. The fields whose default depends on other fields
 // are in ModelConfig (effective) and ModelSpec (declared, model/job_spec.h).
 struct ModelBase {
-  std::string preset;   // memtune catalog entry the architecture came from, or ""
+  std::string preset;     // memtune catalog entry the architecture came from, or ""
   std::string hf_config;  // path of a Hugging Face config.json it came from, or ""
 
   // Architecture.
@@ -87,12 +91,12 @@ struct ModelBase {
   // Fused bias + activation (fused_bias_swiglu / bias_gelu / weighted swiglu in experts).
   // Unfused, the activation's intermediates are saved too (docs/estimator.md §4).
   bool bias_activation_fusion = true;
-  std::string activation_func = "gelu";    // silu | gelu | quick_gelu | relu | squared_relu
+  std::string activation_func = "gelu";  // silu | gelu | quick_gelu | relu | squared_relu
   Normalization normalization = Normalization::kLayerNorm;
   bool add_bias_linear = true;
   bool add_qkv_bias = false;
   bool qk_layernorm = false;
-  double hidden_dropout = 0.1;             // MCore default; Bridge recipes set 0
+  double hidden_dropout = 0.1;  // MCore default; Bridge recipes set 0
   double attention_dropout = 0.1;
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
   SoftmaxType softmax_type = SoftmaxType::kVanilla;
@@ -100,11 +104,11 @@ struct ModelBase {
   // MoE.
   std::optional<std::int64_t> num_moe_experts;
   std::int64_t moe_router_topk = 2;
-  std::optional<std::int64_t> moe_ffn_hidden_size;             // default ffn_hidden_size
+  std::optional<std::int64_t> moe_ffn_hidden_size;  // default ffn_hidden_size
   std::optional<std::int64_t> moe_shared_expert_intermediate_size;
   bool moe_shared_expert_gate = false;
   bool moe_shared_expert_overlap = false;
-  std::vector<int> moe_layer_freq = {1};   // one int (every k-th layer) or a 0/1 flag per layer
+  std::vector<int> moe_layer_freq = {1};  // one int (every k-th layer) or a 0/1 flag per layer
   bool moe_layer_freq_is_list = false;
   bool moe_grouped_gemm = false;
   MoeTokenDispatcher moe_token_dispatcher_type = MoeTokenDispatcher::kAllgather;
@@ -156,13 +160,13 @@ struct ModelBase {
   bool cpu_offloading_weights = false;
   bool fine_grained_activation_offloading = false;
   std::vector<std::string> offload_modules;
-  std::string cuda_graph_impl = "none";     // none | local | transformer_engine | full_iteration
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
   std::vector<std::string> cuda_graph_scope;
   bool cross_entropy_loss_fusion = false;
   // Core attention: TE picks flash or cuDNN fused attention under "auto"; "unfused" (TE's
   // UnfusedDotProductAttention) and "local" (MCore DotProductAttention) materialize the
   // [b, heads, s, s] scores (MCore TransformerConfig.attention_backend / transformer_impl).
-  std::string attention_backend = "auto";              // auto | flash | fused | unfused | local
+  std::string attention_backend = "auto";               // auto | flash | fused | unfused | local
   std::string transformer_impl = "transformer_engine";  // transformer_engine | local
   bool masked_softmax_fusion = true;       // local unfused attention's fused softmax kernel
   bool attention_softmax_in_fp32 = false;  // local unfused attention's torch softmax in fp32
@@ -176,7 +180,7 @@ struct ModelBase {
   std::string fp8_recipe;  // "" | delayed | tensorwise | mxfp8 | blockwise
   bool fp8_param = false;
   bool fp8_param_gather = false;
-  std::string fp4;         // "" | e2m1
+  std::string fp4;  // "" | e2m1
   bool fp4_param = false;
   bool first_last_layers_bf16 = false;
   int num_layers_at_start_in_bf16 = 0;
@@ -220,7 +224,7 @@ struct OptimizerConfig {
   Dtype exp_avg_sq_dtype = Dtype::kFp32;
   bool optimizer_cpu_offload = false;
   double optimizer_offload_fraction = 1.0;  // in [0, 1]
-  bool bf16 = false;  // effective (from mixed precision)
+  bool bf16 = false;                        // effective (from mixed precision)
   bool fp16 = false;
 
   bool operator==(const OptimizerConfig&) const = default;
@@ -233,7 +237,8 @@ struct DdpConfig {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool use_megatron_fsdp = false;
-  std::string data_parallel_sharding_strategy = "no_shard";  // no_shard | optim | optim_grads | optim_grads_params
+  std::string data_parallel_sharding_strategy =
+      "no_shard";  // no_shard | optim | optim_grads | optim_grads_params
   int num_distributed_optimizer_instances = 1;
   std::optional<std::int64_t> bucket_size;  // elements; default max(40M, 1M * dp) with dist-opt
   bool average_in_collective = false;
@@ -277,7 +282,7 @@ struct Fsdp2Config {
 // Job share; MemtuneSection adds the derived world size.
 struct MemtuneBase {
   Framework framework = Framework::kMegatron;
-  std::string gpu;                       // GPU catalog name, or ""
+  std::string gpu;                               // GPU catalog name, or ""
   std::optional<std::int64_t> gpu_memory_bytes;  // overrides the catalog's capacity
   int gpus_per_node = 8;
   std::map<std::string, std::string> env;  // launch environment (PYTORCH_CUDA_ALLOC_CONF, ...)
@@ -298,7 +303,7 @@ struct Job {
   TrainConfig train;
   OptimizerConfig optimizer;
   DdpConfig ddp;
-  std::optional<PeftConfig> peft;  // absent = full training
+  std::optional<PeftConfig> peft;              // absent = full training
   std::string mixed_precision = "bf16_mixed";  // preset name, "custom" for a mapping, "" none
   MemtuneSection memtune;
 

@@ -23,7 +23,8 @@ struct EstimateReportContext {
 // the most loaded rank, fits-or-not against the GPU capacity less the CUDA context, the
 // allocator forecast with the verdict per mode and the advice (when simulated), defaults
 // assumed, assumptions and (compatibility modes) what upstream prints.
-std::string RenderEstimateText(const assess::Assessment& assessment, const EstimateReportContext& context);
+std::string RenderEstimateText(const assess::Assessment& assessment,
+                               const EstimateReportContext& context);
 
 // JSON "memtune.estimate/1": mode, ranks[] {pp_rank, layers, in_flight_microbatches,
 // peak_phase, allocated_bytes, model_state_bytes, activation_bytes, transient_bytes,
@@ -33,7 +34,8 @@ std::string RenderEstimateText(const assess::Assessment& assessment, const Estim
 // moment, alloc_conf, job_config}} ({} without a forecast), advice[] {id, playbook_step,
 // changes {field: value}, effect_bytes, text}, allocator {...} (when simulated),
 // defaults_used[], assumptions[], upstream_lines[]. Two-space indented, newline-terminated.
-std::string RenderEstimateJson(const assess::Assessment& assessment, const EstimateReportContext& context);
+std::string RenderEstimateJson(const assess::Assessment& assessment,
+                               const EstimateReportContext& context);
 
 // Case table (id, metric, rank, measured, predicted, error % and the compared modes side
 // by side), the reasons of unpredicted cases, and the error summary per mode.

@@ -19,20 +19,20 @@ namespace memtune::synth {
 
 // One allocator configuration's replay of one rank's trace.
 struct AllocatorRun {
-  std::string alloc_conf;             // the PYTORCH_CUDA_ALLOC_CONF simulated ("" = defaults)
+  std::string alloc_conf;  // the PYTORCH_CUDA_ALLOC_CONF simulated ("" = defaults)
   bool expandable_segments = false;
-  std::int64_t peak_allocated_bytes = 0;   // up to the OOM when oom
+  std::int64_t peak_allocated_bytes = 0;  // up to the OOM when oom
   std::int64_t peak_reserved_bytes = 0;
   // ForecastJob: the peak reserved of the same replay without a capacity limit (what the
   // rank needs under this config); equals peak_reserved_bytes when the run did not OOM.
   std::int64_t unlimited_peak_reserved_bytes = 0;
   std::int64_t unallocated_at_peak_bytes = 0;  // reserved - allocated when reserved peaked
-  std::int64_t peak_active_bytes = 0;      // allocated + blocks awaiting a stream's use
-                                           // (PyTorch active_bytes.all.peak); up to the OOM
-  std::string peak_event;             // label of the allocation that set the reserved peak
+  std::int64_t peak_active_bytes = 0;          // allocated + blocks awaiting a stream's use
+                                               // (PyTorch active_bytes.all.peak); up to the OOM
+  std::string peak_event;                      // label of the allocation that set the reserved peak
   bool oom = false;
-  std::string oom_event;              // label and size of the allocation that failed
-  std::string oom_message;            // the text PyTorch would raise
+  std::string oom_event;    // label and size of the allocation that failed
+  std::string oom_message;  // the text PyTorch would raise
   // When oom: how many more bytes the failing cudaMalloc needed than the device had free
   // after the cache was released (Tried to allocate - free): the least memory the rank is
   // short by at that moment. 0 otherwise.
@@ -56,29 +56,29 @@ struct StageForecast {
   // The trace's allocated peak through the end of iteration i ([i]; see AllocatorRun), from
   // the same replay as peak_allocated_bytes.
   std::vector<std::int64_t> peak_allocated_through_iteration_bytes;
-  std::int64_t persistent_bytes = 0;      // live after the last iteration (model state)
+  std::int64_t persistent_bytes = 0;  // live after the last iteration (model state)
   std::int64_t events = 0;
-  AllocatorRun own;                       // the job's allocator config
-  AllocatorRun other;                     // the other segment mode
+  AllocatorRun own;    // the job's allocator config
+  AllocatorRun other;  // the other segment mode
 };
 
 struct Forecast {
-  std::vector<StageForecast> stages;      // one per pipeline rank
-  int peak_pp_rank = 0;                   // the stage with the highest trace peak allocated
+  std::vector<StageForecast> stages;  // one per pipeline rank
+  int peak_pp_rank = 0;               // the stage with the highest trace peak allocated
   int iterations = 2;
-  std::int64_t capacity_bytes = 0;        // GPU total (0 = unknown: no verdict)
-  std::int64_t non_pytorch_bytes = 0;     // CUDA context and other non-PyTorch memory
+  std::int64_t capacity_bytes = 0;     // GPU total (0 = unknown: no verdict)
+  std::int64_t non_pytorch_bytes = 0;  // CUDA context and other non-PyTorch memory
   alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
   // The job field the allocator config came from ("memtune.env.PYTORCH_CUDA_ALLOC_CONF",
   // "alloc_conf" for ForecastOptions::alloc_conf; "" when unset: PyTorch's defaults).
   std::string alloc_conf_field;
-  bool own_oom = false;                   // some stage OOMs under the job's config
-  bool other_oom = false;                 // some stage OOMs under the other mode
+  bool own_oom = false;    // some stage OOMs under the job's config
+  bool other_oom = false;  // some stage OOMs under the other mode
 };
 
 struct ForecastOptions {
   SynthOptions synth;
-  std::int64_t capacity_bytes = 0;        // 0: unknown GPU, simulate without a limit
+  std::int64_t capacity_bytes = 0;  // 0: unknown GPU, simulate without a limit
   std::int64_t non_pytorch_bytes = 0;
   alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
   std::optional<std::string> alloc_conf;  // default: the job's memtune.env, read as PyTorch
@@ -97,8 +97,9 @@ struct JobAllocator {
 Result<JobAllocator> JobAllocatorConfig(const model::Job& job, const ForecastOptions& options);
 
 // Replays rank `pp_rank` under `config`. capacity 0 = no limit.
-AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
-                          std::int64_t capacity_bytes, std::int64_t non_pytorch_bytes);
+AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank,
+                          const alloc::AllocatorConfig& config, std::int64_t capacity_bytes,
+                          std::int64_t non_pytorch_bytes);
 
 // The smallest device capacity (bytes, non-PyTorch memory included) at which rank
 // `pp_rank` runs without an OOM under `config`, found by bisection between `oom_bytes` (a
@@ -106,9 +107,10 @@ AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank, const allo
 // peak reserved + non-PyTorch memory) to within `resolution_bytes`; returns the fitting end.
 // The native allocator frees its cache and retries before it gives up, so it fits in less
 // than its unlimited peak reserved.
-std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
-                                     std::int64_t non_pytorch_bytes, std::int64_t oom_bytes, std::int64_t fits_bytes,
-                                     std::int64_t resolution_bytes);
+std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank,
+                                     const alloc::AllocatorConfig& config,
+                                     std::int64_t non_pytorch_bytes, std::int64_t oom_bytes,
+                                     std::int64_t fits_bytes, std::int64_t resolution_bytes);
 
 // Synthesizes and replays every rank under both modes.
 // Errors: those of TraceSynthesizer::Create; kInvalidConfig naming

@@ -52,7 +52,8 @@ TEST(AllocatorConfigFromEnvTest, ErrorsNameTheVariable) {
                                   "memtune.env.");
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, ErrorCode::kInvalidConfig);
-  EXPECT_EQ(r.error().field.rfind("memtune.env.PYTORCH_CUDA_ALLOC_CONF (", 0), 0u) << r.error().field;
+  EXPECT_EQ(r.error().field.rfind("memtune.env.PYTORCH_CUDA_ALLOC_CONF (", 0), 0u)
+      << r.error().field;
 }
 
 TEST(WithExpandableSegmentsTest, AppendsOrRewritesInPlace) {

@@ -22,8 +22,10 @@ model::Job SeedJob() {
 
 model::Job TinyJob(std::int64_t gpu_bytes) {
   const std::string text =
-      "model: {num_layers: 2, hidden_size: 256, num_attention_heads: 4, ffn_hidden_size: 1024, vocab_size: "
-      "1024, seq_length: 512}\ntrain: {micro_batch_size: 2, global_batch_size: 2}\nmemtune: {gpu_memory_bytes: " +
+      "model: {num_layers: 2, hidden_size: 256, num_attention_heads: 4, ffn_hidden_size: 1024, "
+      "vocab_size: "
+      "1024, seq_length: 512}\ntrain: {micro_batch_size: 2, global_batch_size: 2}\nmemtune: "
+      "{gpu_memory_bytes: " +
       std::to_string(gpu_bytes) + "}\n";
   auto doc = model::ParseJobText(text);
   EXPECT_TRUE(doc.has_value()) << doc.error().Describe();
@@ -43,7 +45,8 @@ void ExpectVerdictFollowsForecast(const Assessment& a, const ModeVerdict& v) {
     smallest = std::min(smallest, usable - run.unlimited_peak_reserved_bytes);
   }
   EXPECT_EQ(v.margin_bytes, smallest);
-  const synth::AllocatorRun& deciding = v.job_config ? f.stages[v.pp_rank].own : f.stages[v.pp_rank].other;
+  const synth::AllocatorRun& deciding =
+      v.job_config ? f.stages[v.pp_rank].own : f.stages[v.pp_rank].other;
   EXPECT_EQ(v.state == VerdictState::kOom, deciding.oom);
   EXPECT_EQ(v.moment, deciding.oom ? deciding.oom_event : deciding.peak_event);
 }
@@ -90,7 +93,8 @@ TEST(AssessJobTest, TheAdvisedEditDeliversThePredictedMargin) {
   ASSERT_TRUE(after.has_value());
   ASSERT_EQ(after->verdicts.size(), 2u);
   EXPECT_EQ(after->verdicts[0].mode, AllocatorMode::kExpandable);  // the job's own mode now
-  EXPECT_EQ(after->verdicts[0].margin_bytes, before->verdicts[0].margin_bytes + advice.effect_bytes);
+  EXPECT_EQ(after->verdicts[0].margin_bytes,
+            before->verdicts[0].margin_bytes + advice.effect_bytes);
   EXPECT_TRUE(after->advice.empty());  // nothing left to say about the allocator
 }
 

@@ -16,29 +16,36 @@ TEST(ValidateTest, ParseErrorsNameLineAndField) {
   auto bad_metric = ParseValidationCases(
       R"({"id": "a", "job": {}, "measured": {"metric": "peak", "bytes": 1}})", "c");
   ASSERT_FALSE(bad_metric);
-  EXPECT_EQ(bad_metric.error().Describe(),
-            "c:1: measured.metric must be one of max_allocated, max_reserved, peak_active, device_used");
+  EXPECT_EQ(
+      bad_metric.error().Describe(),
+      "c:1: measured.metric must be one of max_allocated, max_reserved, peak_active, device_used");
   auto bad_rank = ParseValidationCases(
-      R"({"id": "a", "job": {}, "measured": {"metric": "max_allocated", "bytes": 1, "rank": "3"}})", "c");
+      R"({"id": "a", "job": {}, "measured": {"metric": "max_allocated", "bytes": 1, "rank": "3"}})",
+      "c");
   ASSERT_FALSE(bad_rank);
-  EXPECT_EQ(bad_rank.error().Describe(), "c:1: measured.rank must be one of max, rank0, last (got '3')");
+  EXPECT_EQ(bad_rank.error().Describe(),
+            "c:1: measured.rank must be one of max, rank0, last (got '3')");
 }
 
 TEST(ValidateTest, OutOfRangeBytesAndNonStringRankAreErrors) {
   auto parse = [](const std::string& measured) {
-    auto cases = ParseValidationCases(R"({"id": "a", "job": {}, "measured": )" + measured + "}", "c");
+    auto cases =
+        ParseValidationCases(R"({"id": "a", "job": {}, "measured": )" + measured + "}", "c");
     return cases ? std::string("ok") : cases.error().Describe();
   };
   // 1e30 and 2^64 - 1 bytes used to become -9223372036854775808 bytes (int64 overflow).
-  EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 1e30})"),
-            "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got 1e+30)");
+  EXPECT_EQ(
+      parse(R"({"metric": "max_allocated", "bytes": 1e30})"),
+      "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got 1e+30)");
   EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 18446744073709551615})"),
             "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 "
             "(got 18446744073709551615)");
-  EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 0})"),
-            "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got 0)");
+  EXPECT_EQ(
+      parse(R"({"metric": "max_allocated", "bytes": 0})"),
+      "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got 0)");
   EXPECT_EQ(parse(R"({"metric": "max_allocated"})"),
-            "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got nothing)");
+            "c:1: measured.bytes must be a number of bytes from 1 to 1,125,899,906,842,624 (got "
+            "nothing)");
   EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 58800000000})"), "ok");
   // A numeric rank threw nlohmann's type_error (exit 3, "internal error").
   EXPECT_EQ(parse(R"({"metric": "max_allocated", "bytes": 1, "rank": 3})"),
@@ -57,10 +64,14 @@ TEST(ValidateTest, AfterIterationsIsAnOptionalWholeNumber) {
   EXPECT_EQ(parse("1"), "1");
   EXPECT_EQ(parse("1000"), "1000");
   for (const char* bad : {"0", "-2", "1.5", "\"1\"", "1001", "null"}) {
-    EXPECT_EQ(parse(bad), std::string("c:1: measured.after_iterations must be a whole number of iterations from "
-                                      "1 to 1000 (got ") + bad + ")");
+    EXPECT_EQ(
+        parse(bad),
+        std::string("c:1: measured.after_iterations must be a whole number of iterations from "
+                    "1 to 1000 (got ") +
+            bad + ")");
   }
-  auto absent = ParseValidationCases(R"({"id": "a", "job": {}, "measured": {"metric": "max_allocated", "bytes": 1}})", "c");
+  auto absent = ParseValidationCases(
+      R"({"id": "a", "job": {}, "measured": {"metric": "max_allocated", "bytes": 1}})", "c");
   ASSERT_TRUE(absent);
   EXPECT_EQ(absent->front().after_iterations, 0);
 }
@@ -68,12 +79,14 @@ TEST(ValidateTest, AfterIterationsIsAnOptionalWholeNumber) {
 TEST(ValidateTest, AFileWithoutCasesIsAnError) {
   auto none = ParseValidationCases("# only a comment\n\n", "empty.jsonl");
   ASSERT_FALSE(none);
-  EXPECT_EQ(none.error().Describe(), "empty.jsonl: no validation cases (one JSON object per line expected)");
+  EXPECT_EQ(none.error().Describe(),
+            "empty.jsonl: no validation cases (one JSON object per line expected)");
 }
 
 TEST(ValidateTest, CommentsAndBlankLinesAreSkipped) {
   auto cases = ParseValidationCases(
-      "# note\n\n" R"({"id": "a", "job": {"model": {}}, "measured": {"metric": "max_reserved", "bytes": 5}})",
+      "# note\n\n"
+      R"({"id": "a", "job": {"model": {}}, "measured": {"metric": "max_reserved", "bytes": 5}})",
       "c");
   ASSERT_TRUE(cases);
   ASSERT_EQ(cases->size(), 1u);
@@ -116,7 +129,8 @@ ValidationCase OneCase(const std::string& metric) {
       R"({"id": "a", "job": {"model": {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, )"
       R"("ffn_hidden_size": 128, "vocab_size": 256, "seq_length": 32}, )"
       R"("train": {"micro_batch_size": 1, "global_batch_size": 1}}, )"
-      R"("measured": {"metric": ")" + metric + R"(", "bytes": 1000, "rank": "last"}})",
+      R"("measured": {"metric": ")" +
+          metric + R"(", "bytes": 1000, "rank": "last"}})",
       "c");
   EXPECT_TRUE(cases) << cases.error().Describe();
   return cases ? cases->front() : ValidationCase{};
@@ -143,8 +157,9 @@ TEST(ValidateTest, AllocatorMetricsComeFromTheReplayInAccurateModeOnly) {
     EXPECT_EQ(p.pp_rank, 0);  // the case's rank "last" of a one-stage job
     ASSERT_EQ(report.cases[0].compare.size(), 1u);
     EXPECT_EQ(report.cases[0].compare[0].status, "unsupported");
-    EXPECT_EQ(report.cases[0].compare[0].reason,
-              std::string("metric ") + metric + " needs the allocator simulator (accurate mode only)");
+    EXPECT_EQ(
+        report.cases[0].compare[0].reason,
+        std::string("metric ") + metric + " needs the allocator simulator (accurate mode only)");
   }
   // device_used is reserved plus the memory outside PyTorch (the CUDA context of a known GPU).
   auto on_gpu = [](ValidationCase c) {
@@ -180,7 +195,8 @@ TEST(ValidateTest, MaxAllocatedAfterTheFirstIterationExcludesAdamsMoments) {
   const auto overridden = Validate({own}, options);
   EXPECT_EQ(overridden.cases[0].after_iterations, 2);  // what the renderers show
   ASSERT_TRUE(overridden.cases[0].accurate.predicted_bytes);
-  EXPECT_GT(*overridden.cases[0].accurate.predicted_bytes, *first.cases[0].accurate.predicted_bytes);
+  EXPECT_GT(*overridden.cases[0].accurate.predicted_bytes,
+            *first.cases[0].accurate.predicted_bytes);
 }
 
 TEST(ValidateTest, RankOverridePicksTheStage) {

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "tensors/fsdp2_tensors.h"
 #include "memtune/estimate/estimate.h"
+#include "tensors/fsdp2_tensors.h"
 #include "unit/estimate/test_jobs.h"
 
 namespace memtune::estimate {
@@ -38,8 +38,8 @@ TEST(Fsdp2Test, ParametersArePaddedFp32ShardsPerTensor) {
   auto facts = MakeFsdp2Facts(job);
   ASSERT_TRUE(facts);
   // 22 + 22*64 + 11*64 + 11*64 + 22*64 + 22 + 43*64 + 22*128 + 43*64
-  EXPECT_EQ(facts->BlockShardElements(), 22 + 22 * 64 + 11 * 64 + 11 * 64 + 22 * 64 + 22 + 43 * 64 +
-                                             22 * 128 + 43 * 64);
+  EXPECT_EQ(facts->BlockShardElements(),
+            22 + 22 * 64 + 11 * 64 + 11 * 64 + 22 * 64 + 22 + 43 * 64 + 22 * 128 + 43 * 64);
 }
 
 TEST(Fsdp2Test, SavedActivationsFollowTheCheckpointMode) {
@@ -161,13 +161,16 @@ TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
          j.memtune.fsdp2.activation_checkpoint = "none";
          j.memtune.fsdp2.compile = true;
        }},
-      {"model.num_moe_experts", ErrorCode::kUnsupported, [](model::Job& j) { j.model.num_moe_experts = 8; }},
-      {"model.num_query_groups", ErrorCode::kInvalidConfig,  // 2 KV heads cannot split over 4 TP ranks
+      {"model.num_moe_experts", ErrorCode::kUnsupported,
+       [](model::Job& j) { j.model.num_moe_experts = 8; }},
+      {"model.num_query_groups",
+       ErrorCode::kInvalidConfig,  // 2 KV heads cannot split over 4 TP ranks
        [](model::Job& j) {
          j.model.tensor_model_parallel_size = 4;
          j.memtune.world_size = 8;
        }},
-      {"model.add_bias_linear", ErrorCode::kUnsupported, [](model::Job& j) { j.model.add_bias_linear = true; }},
+      {"model.add_bias_linear", ErrorCode::kUnsupported,
+       [](model::Job& j) { j.model.add_bias_linear = true; }},
       {"memtune.fsdp2.param_dtype", ErrorCode::kUnsupported,
        [](model::Job& j) { j.memtune.fsdp2.param_dtype = model::Dtype::kFp32; }},
       {"model.pipeline_model_parallel_size", ErrorCode::kUnsupported,

@@ -20,7 +20,8 @@ TEST(RefuseTest, WorldSizeNotDivisibleByModelParallelIsRefusedInEveryMode) {
     ASSERT_FALSE(e) << ModeName(mode) << " gave a number for an inconsistent layout";
     EXPECT_EQ(e.error().code, ErrorCode::kInvalidConfig);
     EXPECT_EQ(e.error().field, "memtune.world_size");
-    EXPECT_NE(e.error().message.find("[layout.world-size]"), std::string::npos) << e.error().message;
+    EXPECT_NE(e.error().message.find("[layout.world-size]"), std::string::npos)
+        << e.error().message;
     EXPECT_NE(e.error().message.find("more; `memtune check` lists them all"), std::string::npos);
     EXPECT_FALSE(e.error().hint.empty());
   }
@@ -31,7 +32,8 @@ TEST(RefuseTest, GlobalBatchNotDivisibleIsRefused) {
   job.train.global_batch_size = 33;  // DP 2, MBS 1
   auto e = EstimateMemory(job);
   ASSERT_FALSE(e);
-  EXPECT_NE(e.error().message.find("[layout.global-batch]"), std::string::npos) << e.error().message;
+  EXPECT_NE(e.error().message.find("[layout.global-batch]"), std::string::npos)
+      << e.error().message;
 }
 
 TEST(RefuseTest, SizesBeyondInt64ArithmeticAreRefusedNotWrapped) {
@@ -70,7 +72,7 @@ TEST(RefuseTest, NonStructuralErrorsDoNotBlockTheEstimate) {
   // CUDA graphs + expandable segments without NCCL_GRAPH_REGISTER=0 is an upstream error
   // that does not change the arithmetic: the estimate still runs; `check` reports it.
   model::Job job = Llama70BJob();
-  job.model.cuda_graph_impl = "transformer_engine";
+  job.model.cuda_graph_impl = model::CudaGraphImpl::kTransformerEngine;
   job.model.cuda_graph_scope = {"mlp"};
   job.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
   bool upstream_error = false;

@@ -201,7 +201,7 @@ const std::map<std::string, FailingCase>& Cases() {
        }}},
       {"offload.cuda-graphs", {[](Job& j) {
          j.model.cpu_offloading = true;
-         j.model.cuda_graph_impl = "local";
+         j.model.cuda_graph_impl = CudaGraphImpl::kLocal;
        }}},
       {"attention.local-needs-local-spec", {[](Job& j) { j.model.attention_backend = "local"; }}},
       {"attention.unfused-cp", {[](Job& j) {
@@ -238,7 +238,7 @@ const std::map<std::string, FailingCase>& Cases() {
       {"offload.fine-grained-cuda-graph", {[](Job& j) {
          j.model.fine_grained_activation_offloading = true;
          j.model.offload_modules = {"core_attn"};
-         j.model.cuda_graph_impl = "local";
+         j.model.cuda_graph_impl = CudaGraphImpl::kLocal;
          j.model.cuda_graph_scope = {"attn"};
        }}},
       {"precision.fp16-bf16", {[](Job& j) { j.model.fp16 = true; }}},
@@ -269,34 +269,33 @@ const std::map<std::string, FailingCase>& Cases() {
        }}},
       {"optimizer.state-dtypes", {[](Job& j) { j.optimizer.exp_avg_dtype = Dtype::kBf16; }}},
       {"optimizer.cpu-offload", {[](Job& j) { j.optimizer.optimizer_cpu_offload = true; }}},
-      {"cudagraph.impl-valid", {[](Job& j) { j.model.cuda_graph_impl = "cudagraph"; }}},
       {"cudagraph.scope-valid", {[](Job& j) {
-         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
          j.model.cuda_graph_scope = {"layer"};
        }}},
       {"cudagraph.full-iteration-scope", {[](Job& j) {
-         j.model.cuda_graph_impl = "full_iteration";
+         j.model.cuda_graph_impl = CudaGraphImpl::kFullIteration;
          j.model.cuda_graph_scope = {"attn"};
        }}},
       {"cudagraph.full-recompute", {[](Job& j) {
-         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
          j.model.recompute_granularity = RecomputeGranularity::kFull;
          j.model.recompute_method = RecomputeMethod::kUniform;
          j.model.recompute_num_layers = 1;
        }}},
       {"cudagraph.moe-scopes", {[](Job& j) {
-         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
          j.model.cuda_graph_scope = {"moe_router"};
        }}},
       {"cudagraph.dropout-recompute", {[](Job& j) {
-         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
          j.model.cuda_graph_scope = {"attn"};
          j.model.attention_dropout = 0.1;
          j.model.recompute_granularity = RecomputeGranularity::kSelective;
        }}},
       {"cudagraph.moe-recompute-router", {[](Job& j) {
          Moe(j);
-         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
          j.model.cuda_graph_scope = {"moe_router"};
          j.model.recompute_granularity = RecomputeGranularity::kSelective;
          j.model.recompute_modules = {"moe"};
@@ -304,27 +303,28 @@ const std::map<std::string, FailingCase>& Cases() {
       {"cudagraph.ep-overlap-scope", {[](Job& j) {
          Moe(j);
          j.model.overlap_moe_expert_parallel_comm = true;
-         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
          j.model.cuda_graph_scope = {"mlp"};
        }}},
-      {"alloc.conf-valid", {[](Job& j) { j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:true"; }}},
+      {"alloc.conf-valid",
+       {[](Job& j) { j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:true"; }}},
       {"alloc.expandable-nccl-ub", {[](Job& j) {
          j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
          j.ddp.nccl_ub = true;
        }}},
       {"alloc.cuda-graph-nccl-register", {[](Job& j) {
          j.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
-         j.model.cuda_graph_impl = "local";
+         j.model.cuda_graph_impl = CudaGraphImpl::kLocal;
        }}},
       {"alloc.cuda-graph-nccl-register-blackwell", {[](Job& j) {
          j.memtune.env["PYTORCH_ALLOC_CONF"] = "expandable_segments:True";
-         j.model.cuda_graph_impl = "local";
+         j.model.cuda_graph_impl = CudaGraphImpl::kLocal;
          j.memtune.gpu = "b200";
        }}},
       {"peft.regather-ineligible", {[](Job& j) {
          j.peft = PeftConfig{};
          j.peft->sequence_parallel_input_regather = true;
-         j.model.cuda_graph_impl = "transformer_engine";
+         j.model.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
          j.model.cuda_graph_scope = {"mlp"};
        }}},
       {"peft.regather-advice", {[](Job& j) { j.peft = PeftConfig{}; }}},
@@ -352,8 +352,8 @@ TEST(CheckRulesTest, Fsdp2WarnsThatPeftAndMegatronFp8AreIgnored) {
   job.model.fp8 = "hybrid";
   const std::vector<Finding> findings = CheckJob(job);
   ASSERT_EQ(Ids(findings), std::vector<std::string>{"fsdp.megatron-levers-ignored"});
-  EXPECT_EQ(findings[0].fields,
-            (std::vector<std::pair<std::string, std::string>>{{"peft", "lora"}, {"model.fp8", "hybrid"}}));
+  EXPECT_EQ(findings[0].fields, (std::vector<std::pair<std::string, std::string>>{
+                                    {"peft", "lora"}, {"model.fp8", "hybrid"}}));
 }
 
 TEST(CheckRulesTest, BaseJobsPassEveryRule) {

@@ -91,7 +91,7 @@ TEST(CheckJobTest, EvenLayersMessageCountsTheEmbeddingAndLoss) {
 TEST(CheckJobTest, NcclGraphRegisterIsAnErrorForTeGraphsEvenOnBlackwell) {
   Job job = BaseJob();
   job.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
-  job.model.cuda_graph_impl = "transformer_engine";
+  job.model.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
   job.model.cuda_graph_scope = {"attn"};
   job.memtune.gpu = "b200";
   const std::vector<Finding> findings = CheckJob(job);
@@ -109,7 +109,7 @@ TEST(CheckJobTest, NcclGraphRegisterIsAnErrorForTeGraphsEvenOnBlackwell) {
 TEST(CheckJobTest, LocalGraphsOnBlackwellOnlyWarn) {
   Job job = BaseJob();
   job.memtune.env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
-  job.model.cuda_graph_impl = "local";
+  job.model.cuda_graph_impl = CudaGraphImpl::kLocal;
   job.model.cuda_graph_scope = {"attn"};
   job.memtune.gpu = "gb200";
   EXPECT_EQ(Ids(CheckJob(job)),

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <string>
 
-#include "tensors/activations.h"
 #include "memtune/estimate/estimate.h"
 #include "memtune/synth/synthesize.h"
+#include "tensors/activations.h"
 #include "unit/estimate/test_jobs.h"
 #include "unit/synth/synth_test_util.h"
 
@@ -30,9 +30,11 @@ Recorder Record(const model::Job& job, int rank, bool keep_events = false) {
 std::vector<std::string> Lines(const Recorder& rec, Phase phase, int iteration, int layer) {
   std::vector<std::string> out;
   for (const auto& e : rec.events) {
-    if (e.label.phase != phase || e.label.iteration != iteration || e.label.layer != layer) continue;
-    out.push_back(e.op == EventOp::kAlloc ? "alloc " + std::string(e.label.tensor) + " " + std::to_string(e.bytes)
-                                          : "free " + std::string(e.label.tensor));
+    if (e.label.phase != phase || e.label.iteration != iteration || e.label.layer != layer)
+      continue;
+    out.push_back(e.op == EventOp::kAlloc
+                      ? "alloc " + std::string(e.label.tensor) + " " + std::to_string(e.bytes)
+                      : "free " + std::string(e.label.tensor));
   }
   return out;
 }
@@ -43,35 +45,58 @@ TEST(SynthTest, OneLayerForwardByHand) {
   job.model.num_layers = 1;
   const Recorder rec = Record(job, 0, true);
   const std::vector<std::string> want = {
-      "alloc act.ln1_output 64",         // 2 B · 8 · 4 tokens
-      "alloc act.attn_qkv 64",           // v: TE copies the v view of mixed_qkv (2 · 8 · 4)
-      "alloc act.attn_q 64",             // q after RoPE
-      "alloc act.attn_k 64",             // k after RoPE
+      "alloc act.ln1_output 64",  // 2 B · 8 · 4 tokens
+      "alloc act.attn_qkv 64",    // v: TE copies the v view of mixed_qkv (2 · 8 · 4)
+      "alloc act.attn_q 64",      // q after RoPE
+      "alloc act.attn_k 64",      // k after RoPE
       "alloc act.attn_out 64",
-      "alloc act.attn_softmax_stats 32", // fp32 · 2 heads · 4 tokens
-      "alloc fwd.proj_out 64",           // no SP: all-reduced in place
-      "alloc act.ln2_input 64",          // residual add
+      "alloc act.attn_softmax_stats 32",  // fp32 · 2 heads · 4 tokens
+      "alloc fwd.proj_out 64",            // no SP: all-reduced in place
+      "alloc act.ln2_input 64",           // residual add
       "free fwd.proj_out",
       "alloc act.ln2_output 64",
-      "alloc act.mlp_fc1_out 256",       // 2 · 2 · 16 · 4
+      "alloc act.mlp_fc1_out 256",  // 2 · 2 · 16 · 4
       "alloc act.mlp_fc2_in 128",
       "alloc fwd.fc2_out 64",
-      "alloc act.layer_output 64",       // the residual add: the final norm's input
+      "alloc act.layer_output 64",  // the residual add: the final norm's input
       "free fwd.fc2_out",
   };
   EXPECT_EQ(Lines(rec, Phase::kForward, 0, 0), want);
   const std::vector<std::string> backward = {
-      "alloc bwd.grad_gather 64", "alloc bwd.grad_fc2_in 128", "alloc bwd.grad_fc1_out 256",
-      "alloc bwd.fc1_in_gather 64", "alloc bwd.fc1_dgrad 64",  // the MLP working set, all live
-      "free bwd.grad_gather", "free bwd.grad_fc2_in", "free bwd.grad_fc1_out", "free bwd.fc1_in_gather",
-      "free act.ln2_output", "free act.mlp_fc1_out", "free act.mlp_fc2_in",
-      "alloc bwd.grad_residual 64", "free bwd.fc1_dgrad",
-      "free act.ln2_input", "free bwd.grad_final_norm",
-      "alloc bwd.grad_gather 64", "alloc bwd.grad_attn_out 64", "free bwd.grad_gather", "free act.attn_out",
-      "alloc bwd.grad_qkv 192", "free bwd.grad_attn_out",
-      "free act.attn_softmax_stats", "free act.attn_qkv", "free act.attn_q", "free act.attn_k",
-      "alloc bwd.ln1_gather 64", "alloc bwd.qkv_dgrad 64", "free bwd.grad_qkv", "free bwd.ln1_gather",
-      "free act.ln1_output", "alloc bwd.grad_input 64", "free bwd.qkv_dgrad", "free bwd.grad_residual",
+      "alloc bwd.grad_gather 64",
+      "alloc bwd.grad_fc2_in 128",
+      "alloc bwd.grad_fc1_out 256",
+      "alloc bwd.fc1_in_gather 64",
+      "alloc bwd.fc1_dgrad 64",  // the MLP working set, all live
+      "free bwd.grad_gather",
+      "free bwd.grad_fc2_in",
+      "free bwd.grad_fc1_out",
+      "free bwd.fc1_in_gather",
+      "free act.ln2_output",
+      "free act.mlp_fc1_out",
+      "free act.mlp_fc2_in",
+      "alloc bwd.grad_residual 64",
+      "free bwd.fc1_dgrad",
+      "free act.ln2_input",
+      "free bwd.grad_final_norm",
+      "alloc bwd.grad_gather 64",
+      "alloc bwd.grad_attn_out 64",
+      "free bwd.grad_gather",
+      "free act.attn_out",
+      "alloc bwd.grad_qkv 192",
+      "free bwd.grad_attn_out",
+      "free act.attn_softmax_stats",
+      "free act.attn_qkv",
+      "free act.attn_q",
+      "free act.attn_k",
+      "alloc bwd.ln1_gather 64",
+      "alloc bwd.qkv_dgrad 64",
+      "free bwd.grad_qkv",
+      "free bwd.ln1_gather",
+      "free act.ln1_output",
+      "alloc bwd.grad_input 64",
+      "free bwd.qkv_dgrad",
+      "free bwd.grad_residual",
       "free embedding.output",
   };
   EXPECT_EQ(Lines(rec, Phase::kBackward, 0, 0), backward);
@@ -89,8 +114,10 @@ TEST(SynthTest, TwoStagesRunOneFOneBWithEmbeddingFirstAndLogitsLast) {
     for (const auto& e : rec.events) {
       if (e.op != EventOp::kAlloc || e.label.iteration != 0) continue;
       const std::string t = e.label.tensor;
-      if (t == "embedding.output" || t == "p2p.recv_activation") s += "F" + std::to_string(e.label.microbatch) + " ";
-      if (t == "p2p.recv_grad" || t == "bwd.grad_logits") s += "B" + std::to_string(e.label.microbatch) + " ";
+      if (t == "embedding.output" || t == "p2p.recv_activation")
+        s += "F" + std::to_string(e.label.microbatch) + " ";
+      if (t == "p2p.recv_grad" || t == "bwd.grad_logits")
+        s += "B" + std::to_string(e.label.microbatch) + " ";
       if (t == "act.logits") s += "L ";
     }
     return s;
@@ -109,10 +136,13 @@ TEST(SynthTest, InterleavedVisitsChunksInScheduleOrder) {
   const Recorder rec = Record(job, 1, true);
   std::string s;
   for (const auto& e : rec.events) {
-    if (e.label.iteration != 0 || std::string(e.label.tensor) != "act.ln1_output" || e.op != EventOp::kAlloc) continue;
+    if (e.label.iteration != 0 || std::string(e.label.tensor) != "act.ln1_output" ||
+        e.op != EventOp::kAlloc)
+      continue;
     s += std::to_string(e.label.layer) + " ";
   }
-  // Rank 1 builds layers 1 (chunk 0) and 3 (chunk 1); warm-up 2: F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 B0.0 B1.0.
+  // Rank 1 builds layers 1 (chunk 0) and 3 (chunk 1); warm-up 2: F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 B0.0
+  // B1.0.
   EXPECT_EQ(s, "1 1 3 3 ");
   EXPECT_TRUE(rec.errors.empty());
 }
@@ -132,7 +162,8 @@ void CheckInvariants(const model::Job& job) {
     // Between iterations: the model state, and with PP each fed chunk's last input and its
     // gradient (RankEstimate::carried_bytes).
     const std::int64_t state = e->ranks[r].model_state_bytes + e->ranks[r].carried_bytes;
-    EXPECT_NEAR(static_cast<double>(rec.live_bytes), static_cast<double>(state), 1e-6 * state) << "rank " << r;
+    EXPECT_NEAR(static_cast<double>(rec.live_bytes), static_cast<double>(state), 1e-6 * state)
+        << "rank " << r;
     ASSERT_EQ(rec.live_before_iteration.size(), 2u);
     // Before iteration 1, the optimizer state exists: the live set is the full model state.
     EXPECT_EQ(rec.live_before_iteration[1], rec.live_bytes) << "rank " << r;
@@ -205,11 +236,13 @@ TEST(SynthTest, OffloadedTensorsLeaveAfterForwardAndReloadForBackward) {
   }
   ASSERT_EQ(freed.size(), 3u);  // act.ln1_input, act.ln1_output and act.attn_out
   const Recorder rec = Record(job, 0, true);
-  const auto forward = Lines(rec, Phase::kForward, 0, 0), backward = Lines(rec, Phase::kBackward, 0, 0);
+  const auto forward = Lines(rec, Phase::kForward, 0, 0),
+             backward = Lines(rec, Phase::kBackward, 0, 0);
   ASSERT_GE(forward.size(), freed.size());
   ASSERT_GE(backward.size(), reloaded.size());
   EXPECT_EQ(std::vector<std::string>(forward.end() - freed.size(), forward.end()), freed);
-  EXPECT_EQ(std::vector<std::string>(backward.begin(), backward.begin() + reloaded.size()), reloaded);
+  EXPECT_EQ(std::vector<std::string>(backward.begin(), backward.begin() + reloaded.size()),
+            reloaded);
 }
 
 // The optimizer step of an fp8_param_gather job: after Adam (and its state, at the first
@@ -238,8 +271,8 @@ TEST(SynthTest, StepRequantizesFp8ParamsThroughBf16CopiesAfterAdam) {
       }
     }
     const std::vector<std::string> expected =
-        it == 0 ? std::vector<std::string>{"optimizer.fp32_grad", "optimizer.exp_avg", "optimizer.exp_avg_sq",
-                                           "optimizer.fp8_cast_copy"}
+        it == 0 ? std::vector<std::string>{"optimizer.fp32_grad", "optimizer.exp_avg",
+                                           "optimizer.exp_avg_sq", "optimizer.fp8_cast_copy"}
                 : std::vector<std::string>{"optimizer.fp32_grad", "optimizer.fp8_cast_copy"};
     // (exp_avg and exp_avg_sq alternate per unit: collapse them to their first occurrence.)
     std::vector<std::string> seen;
@@ -288,7 +321,8 @@ TEST(SynthTest, WeightGradientsWithAndWithoutAccumulationFusion) {
       if (c.name == "ws.dummy_wgrad") component = c.bytes;
     }
     EXPECT_EQ(dummies, component) << "fusion " << fusion;
-    const std::int64_t layer_shapes = 2 * (2560LL * 8192 + 8192LL * 2048 + 14336LL * 8192 + 8192LL * 7168);
+    const std::int64_t layer_shapes =
+        2 * (2560LL * 8192 + 8192LL * 2048 + 14336LL * 8192 + 8192LL * 7168);
     EXPECT_EQ(dummies, fusion ? layer_shapes + 2 * 32128LL * 8192 : 0);
     EXPECT_EQ(fc1_wgrad, fusion ? 0 : 2 * 14336LL * 8192);  // [2 x 28672 / 4, 8192] bf16
     EXPECT_EQ(output_wgrad, fusion ? 0 : 2 * 32128LL * 8192);

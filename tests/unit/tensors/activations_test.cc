@@ -1,9 +1,9 @@
 // Per-layer saved activations of small hand-checkable layers (docs/estimator.md).
 #include "tensors/activations.h"
-#include "tensors/layer_tensors.h"
 
 #include <gtest/gtest.h>
 
+#include "tensors/layer_tensors.h"
 #include "unit/estimate/test_jobs.h"
 
 namespace memtune::tensors {
@@ -125,9 +125,9 @@ TEST(ActivationsTest, PeftFrozenBaseKeepsNoGemmInputsButLoraKeepsTheNormOutput) 
   const auto a = LayerActivations(MakeActContext(job), false, false);
   // TE keeps ln_out because the base returns it to the adapter; LoRA-A holds that same
   // tensor (no SP: nothing gathered), so nothing more.
-  EXPECT_EQ(a[kLn1Output], 64);   // bf16 norm output, 4 tokens x 8
+  EXPECT_EQ(a[kLn1Output], 64);  // bf16 norm output, 4 tokens x 8
   EXPECT_EQ(a[kLoraInput], 0);
-  EXPECT_EQ(a[kLn2Output], 0);    // linear_fc1 has no adapter: TE clears its ln_out
+  EXPECT_EQ(a[kLn2Output], 0);  // linear_fc1 has no adapter: TE clears its ln_out
   EXPECT_EQ(a[kMlpFc2In], 0);
   EXPECT_EQ(a[kLoraHidden], 16);  // 2 B * dim 2 * 4 tokens
 }
@@ -160,7 +160,7 @@ TEST(ActivationsTest, MoeModulesDropTheirTensors) {
   job.model.moe_ffn_hidden_size = 8;
   auto ctx = MakeActContext(job);
   const auto a = LayerActivations(ctx, true, true);
-  EXPECT_EQ(a[kMoeRouter], 4 * 32);       // fp32 logits + probs, 4 experts
+  EXPECT_EQ(a[kMoeRouter], 4 * 32);        // fp32 logits + probs, 4 experts
   EXPECT_EQ(a[kMoeDispatch], 4 * 2 * 16);  // top-2 copies of the 8-wide token
   EXPECT_EQ(a[kMoeFc1Out], 4 * 2 * 2 * 16);
   EXPECT_EQ(a[kMoeFc2In], 4 * 2 * 16);
@@ -178,7 +178,6 @@ TEST(ActivationsTest, CheckpointInputAndWorkspace) {
   EXPECT_EQ(CheckpointInputBytes(ctx, false), 64);
   EXPECT_GT(LayerBackwardWorkspace(ctx, false, true), 0);
 }
-
 
 // Unfused attention on TinyJob with 64 tokens and MBS 2 (128 tokens per micro-batch; two
 // heads, so 2 x 64 = 128 attention scores per token).
@@ -320,14 +319,17 @@ TEST(ActivationsTest, WgradInputGatherNeedsATrainableWeightOrARegatheringAdapter
   job.model.tensor_model_parallel_size = 2;
   job.model.sequence_parallel = true;
   EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1InGather], 2 * 8 * 4);
-  EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather], 2 * 8 * 4);
+  EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather],
+            2 * 8 * 4);
   job.peft = model::PeftConfig{};
   job.peft->target_modules = {"linear_qkv"};
   EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1InGather], 0);
   EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather], 0);
   job.peft->sequence_parallel_input_regather = true;
-  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1InGather], 0);  // no fc1 adapter
-  EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather], 2 * 8 * 4);
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1InGather],
+            0);  // no fc1 adapter
+  EXPECT_EQ(LayerAttentionBackwardTransients(MakeActContext(job), false)[kAttnBwdLn1Gather],
+            2 * 8 * 4);
 }
 
 // Without gradient_accumulation_fusion the fc1 backward returns the weight gradient as a
@@ -338,7 +340,8 @@ TEST(ActivationsTest, Fc1WeightGradientIsATransientOnlyWithoutTheFusion) {
   EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1Wgrad], 0);
   job.model.gradient_accumulation_fusion = false;
   // [2 x 16 / TP, 8] in bf16.
-  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1Wgrad], 2 * 2 * 8 * 8);
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1Wgrad],
+            2 * 2 * 8 * 8);
   job.model.num_moe_experts = 8;
   job.model.moe_ffn_hidden_size = 4;
   job.model.expert_model_parallel_size = 2;
@@ -346,7 +349,8 @@ TEST(ActivationsTest, Fc1WeightGradientIsATransientOnlyWithoutTheFusion) {
   // SequentialMLP: one expert's [2 x 4, 8] at a time; grouped GEMM: all 4 local experts'.
   EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), true, false)[kBwdFc1Wgrad], 2 * 2 * 4 * 8);
   job.model.moe_grouped_gemm = true;
-  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), true, false)[kBwdFc1Wgrad], 4 * 2 * 2 * 4 * 8);
+  EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), true, false)[kBwdFc1Wgrad],
+            4 * 2 * 2 * 4 * 8);
   job.peft = model::PeftConfig{};  // frozen base: no weight gradient
   EXPECT_EQ(LayerBackwardTransients(MakeActContext(job), false, false)[kBwdFc1Wgrad], 0);
 }

@@ -23,8 +23,8 @@ StageLayout Stage(std::initializer_list<ModelChunk> chunks) {
 
 // The model state of a job without pipeline parallelism: one stage with every layer.
 ModelStateBytes StateOf(const model::Job& job, bool transpose = true) {
-  const ModelChunk all{0, 0, static_cast<int>(job.model.num_layers), true, true,
-                       static_cast<int>(job.model.mtp_num_layers.value_or(0))};
+  const ModelChunk all{0,    0,    static_cast<int>(job.model.num_layers),
+                       true, true, static_cast<int>(job.model.mtp_num_layers.value_or(0))};
   const auto params = CountRankParams(job, MakeParamCatalog(job), Stage({all}), 1);
   return ComputeModelState(job, params, transpose);
 }

@@ -10,9 +10,9 @@
 namespace memtune::tensors {
 namespace {
 
+using estimate::ModelChunk;
 using estimate::testing::Llama70BJob;
 using estimate::testing::TinyJob;
-using estimate::ModelChunk;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
 
@@ -50,10 +50,12 @@ TEST(WorkspacesTest, TorchWorkspaceFollowsCublasWorkspaceConfig) {
   EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", "garbage"}}), 32 * kMiB);
   EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":x:8"}}), 32 * kMiB);
   // Absurd sizes neither overflow nor count (PyTorch could not allocate them).
-  EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":999999999999999:999999"}}),
-            32 * kMiB);
-  EXPECT_EQ(TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":99999999999999999999:8"}}),
-            32 * kMiB);
+  EXPECT_EQ(
+      TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":999999999999999:999999"}}),
+      32 * kMiB);
+  EXPECT_EQ(
+      TorchCublasWorkspaceBytes("9.0", {{"CUBLAS_WORKSPACE_CONFIG", ":99999999999999999999:8"}}),
+      32 * kMiB);
 }
 
 // Rules with one TE workspace of 100 B, one torch workspace of 10 B and, for local
@@ -128,7 +130,10 @@ TEST(WorkspacesTest, DummyWgradsAreOnePerLocalWeightShape) {
   const std::int64_t layer = 2 * (2560LL * 8192 + 8192LL * 2048 + 14336LL * 8192 + 8192LL * 7168);
   auto w = Compute(job, {middle}, dense);
   EXPECT_EQ(w.wgrad_sources, kWgradDense);
-  EXPECT_EQ(DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job), MakeParamCatalog(job)), w.wgrad_sources).count, 4);
+  EXPECT_EQ(DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job), MakeParamCatalog(job)),
+                             w.wgrad_sources)
+                .count,
+            4);
   EXPECT_EQ(w.dummy_wgrad, layer);
   // The output layer's [128512 / 4, 8192] (the vocabulary padded to 128 x TP; MCore's
   // ColumnParallelLinear, in the input dtype).
@@ -148,7 +153,8 @@ TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
   const std::int64_t h = job.model.hidden_size;
   const ModelChunk first{0, 0, 1, true, false, 0};
   const auto w = Compute(job, {first}, {});
-  const WgradShapes shapes = DummyWgradShapes(MakeWorkspaceRules(job, MakeActContext(job), MakeParamCatalog(job)), w.wgrad_sources);
+  const WgradShapes shapes = DummyWgradShapes(
+      MakeWorkspaceRules(job, MakeActContext(job), MakeParamCatalog(job)), w.wgrad_sources);
   int mlp_shapes = 0;
   for (int i = 0; i < shapes.count; ++i) {
     const WgradShape& s = shapes.shapes[i];
@@ -161,8 +167,7 @@ TEST(WorkspacesTest, DummyWgradsKeyOnShapeNotElementCount) {
   job.model.num_moe_experts = 8;
   job.model.moe_ffn_hidden_size = h;
   EXPECT_EQ(Compute(job, {first}, {true}).dummy_wgrad, 2 * (24 * 8 + 8 * 8));
-  EXPECT_EQ(Compute(job, {first}, {false}).dummy_wgrad,
-            2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));
+  EXPECT_EQ(Compute(job, {first}, {false}).dummy_wgrad, 2 * (24 * 8 + 8 * 8 + 32 * 8 + 8 * 32));
 }
 
 TEST(WorkspacesTest, UnionBytesCountAShapeSharedBySourcesOnce) {
@@ -170,8 +175,8 @@ TEST(WorkspacesTest, UnionBytesCountAShapeSharedBySourcesOnce) {
   WgradShapes& a = rules.wgrad_dense;
   WgradShapes& b = rules.wgrad_moe;
   WgradShapes& d = rules.wgrad_mtp;  // (rules.wgrad_output stays empty)
-  a.Add({2, 3, 2});  // 12 B
-  a.Add({4, 4, 2});  // 32 B
+  a.Add({2, 3, 2});                  // 12 B
+  a.Add({4, 4, 2});                  // 32 B
   b.Add({4, 4, 2});
   b.Add({1, 8, 1});  // 8 B
   d.Add({2, 3, 2});
