@@ -8,21 +8,11 @@
 #include <iostream>
 
 #include "memtune/assess/assess.h"
-#include "memtune/model/examples.h"
-#include "memtune/model/job_parse.h"
+#include "seed_job.h"
 
 namespace {
 
-memtune::model::Job SeedJob() {
-  auto text = memtune::model::ExampleJobYaml("llama3-70b-32xh100");
-  if (!text) std::abort();
-  auto doc = memtune::model::ParseJobText(*text);
-  if (!doc) {
-    std::cerr << "seed job: " << doc.error().Describe() << "\n";
-    std::abort();
-  }
-  return doc->job;
-}
+using memtune::bench::SeedJob;
 
 void Assess(benchmark::State& state, const memtune::model::Job& job) {
   for (auto _ : state) {

@@ -8,22 +8,12 @@
 #include <sstream>
 
 #include "memtune/alloc/config.h"
-#include "memtune/model/examples.h"
-#include "memtune/model/job_parse.h"
 #include "memtune/synth/forecast.h"
+#include "seed_job.h"
 
 namespace {
 
-memtune::model::Job SeedJob() {
-  auto text = memtune::model::ExampleJobYaml("llama3-70b-32xh100");
-  if (!text) std::abort();
-  auto doc = memtune::model::ParseJobText(*text);
-  if (!doc) {
-    std::cerr << "seed job: " << doc.error().Describe() << "\n";
-    std::abort();
-  }
-  return doc->job;
-}
+using memtune::bench::SeedJob;
 
 // Plan + events of rank 0 (the busiest) straight into a native-mode simulator, 80 GB H100.
 void BM_SynthSimulateSeedCase(benchmark::State& state) {
@@ -41,7 +31,10 @@ BENCHMARK(BM_SynthSimulateSeedCase)->Unit(benchmark::kMillisecond);
 void BM_SynthGenerateSeedCase(benchmark::State& state) {
   struct Count : memtune::synth::EventSink {
     std::int64_t n = 0;
-    bool OnEvent(const memtune::synth::SynthEvent&) override { ++n; return true; }
+    bool OnEvent(const memtune::synth::SynthEvent&) override {
+      ++n;
+      return true;
+    }
   };
   const memtune::model::Job job = SeedJob();
   auto synth = memtune::synth::TraceSynthesizer::Create(job);
@@ -74,7 +67,10 @@ void BM_SynthSimulateFsdp2(benchmark::State& state) {
     benchmark::DoNotOptimize(run.peak_reserved_bytes);
     struct Count : memtune::synth::EventSink {
       std::int64_t n = 0;
-      bool OnEvent(const memtune::synth::SynthEvent&) override { ++n; return true; }
+      bool OnEvent(const memtune::synth::SynthEvent&) override {
+        ++n;
+        return true;
+      }
     } count;
     if (events == 0) {
       synth->Synthesize(0, count);
