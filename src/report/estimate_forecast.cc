@@ -126,9 +126,9 @@ ordered_json VerdictJson(const assess::Assessment& a) {
     ordered_json o;
     o["state"] = assess::VerdictStateName(v->state);
     o["margin_bytes"] = v->margin_bytes;
-    o["uncertainty_bytes"] = v->uncertainty_bytes;
     o["pp_rank"] = v->pp_rank;
     o["moment"] = v->moment;
+    o["uncertainty_bytes"] = v->uncertainty_bytes;
     o["alloc_conf"] = v->alloc_conf;
     o["job_config"] = v->job_config;
     j[std::string(assess::AllocatorModeName(mode))] = o;

@@ -30,8 +30,8 @@ std::string RenderEstimateText(const assess::Assessment& assessment,
 // peak_phase, allocated_bytes, model_state_bytes, activation_bytes, transient_bytes,
 // components {name: bytes}, component_details[]}, peak {pp_rank, allocated_bytes}, gpu
 // {name, capacity_bytes, non_pytorch_bytes, usable_bytes, fits, headroom_bytes}, verdict
-// {native|expandable: {state: fits|at_risk|oom, margin_bytes, uncertainty_bytes, pp_rank,
-// moment, alloc_conf, job_config}} ({} without a forecast), advice[] {id, playbook_step,
+// {native|expandable: {state: fits|at_risk|oom, margin_bytes, pp_rank, moment,
+// uncertainty_bytes, alloc_conf, job_config}} ({} without a forecast), advice[] {id, playbook_step,
 // changes {field: value}, effect_bytes, text}, allocator {...} (when simulated),
 // defaults_used[], assumptions[], upstream_lines[]. Two-space indented, newline-terminated.
 std::string RenderEstimateJson(const assess::Assessment& assessment,
