@@ -39,21 +39,21 @@ Status CheckOptions(const AssessOptions& o) {
 // between the capacity (which runs out) and the unlimited replay's need (which cannot).
 Status RefineOomMargins(const model::Job& job, const synth::ForecastOptions& fo,
                         std::vector<ModeVerdict>& verdicts) {
-  std::optional<synth::TraceSynthesizer> synth;
+  const bool any_oom = std::any_of(verdicts.begin(), verdicts.end(), [](const ModeVerdict& v) {
+    return v.state == VerdictState::kOom;
+  });
+  if (!any_oom) return OkStatus();
+  MEMTUNE_TRY(const auto synth, synth::TraceSynthesizer::Create(job, fo.synth));
+  MEMTUNE_TRY(const synth::JobAllocator own, synth::JobAllocatorConfig(job, fo));
   for (ModeVerdict& v : verdicts) {
     if (v.state != VerdictState::kOom) continue;
-    if (!synth) {
-      MEMTUNE_TRY(auto created, synth::TraceSynthesizer::Create(job, fo.synth));
-      synth.emplace(std::move(created));
-    }
-    MEMTUNE_TRY(const synth::JobAllocator own, synth::JobAllocatorConfig(job, fo));
     const alloc::AllocatorConfig config =
         alloc::WithExpandableSegments(own.config, v.mode == AllocatorMode::kExpandable);
     const std::int64_t unlimited_need = fo.capacity_bytes - v.margin_bytes;  // with non-PyTorch
     const std::int64_t resolution =
         std::max(kOomMarginResolutionBytes, (unlimited_need - fo.capacity_bytes) / 256);
     const std::int64_t fitting =
-        synth::SmallestFittingCapacity(*synth, v.pp_rank, config, fo.non_pytorch_bytes,
+        synth::SmallestFittingCapacity(synth, v.pp_rank, config, fo.non_pytorch_bytes,
                                        fo.capacity_bytes, unlimited_need, resolution);
     v.margin_bytes = fo.capacity_bytes - fitting;
   }
