@@ -95,7 +95,7 @@ void AddAssumptions(const model::Job& job, Estimate& e) {
           "the [b, heads, s, s] softmax is kept for backward";
       break;
     case model::CoreAttention::kLocal:
-      spec = m.transformer_impl == "local"
+      spec = m.transformer_impl == model::TransformerImpl::kLocal
                  ? "MCore local layer spec (transformer_impl: local): unfused attention keeps the "
                    "[b, heads, s, s] softmax, plus one persistent score buffer"
                  : "MCore DotProductAttention (attention_backend: local): the [b, heads, s, s] "

@@ -1,11 +1,10 @@
 // Core-attention implementation rules: which attention backends work together with the
 // layer spec and context parallelism, and what unfused attention costs.
-#include "model/checks_internal.h"
-
 #include <algorithm>
 
 #include "memtune/core/units.h"
 #include "memtune/model/parameters.h"
+#include "model/checks_internal.h"
 
 namespace memtune::model::checks {
 namespace {
@@ -17,8 +16,10 @@ constexpr std::int64_t kUnfusedScoresWarnBytes = 256 * kMiB;  // per layer and m
 // Megatron-LM arguments.py: "--attention-backend local is only supported with --spec local".
 Violations LocalNeedsLocalSpec(const Job& job) {
   const auto& m = job.model;
-  if (m.attention_backend != "local" || m.transformer_impl == "local") return {};
-  return {Violation{{{kBackend, "local"}, {kImpl, m.transformer_impl}},
+  if (m.attention_backend != AttentionBackend::kLocal ||
+      m.transformer_impl == TransformerImpl::kLocal)
+    return {};
+  return {Violation{{{kBackend, "local"}, {kImpl, NameOf(m.transformer_impl)}},
                     "attention_backend local is only supported with the local layer spec",
                     "set transformer_impl: local, or attention_backend: auto"}};
 }
@@ -28,8 +29,8 @@ Violations LocalNeedsLocalSpec(const Job& job) {
 Violations UnfusedWithCp(const Job& job) {
   const auto& m = job.model;
   if (m.context_parallel_size <= 1 || CoreAttentionOf(m) == CoreAttention::kFused) return {};
-  return {Violation{{{kBackend, m.attention_backend},
-                     {kImpl, m.transformer_impl},
+  return {Violation{{{kBackend, NameOf(m.attention_backend)},
+                     {kImpl, NameOf(m.transformer_impl)},
                      {"model.context_parallel_size", Str(m.context_parallel_size)}},
                     "context parallelism needs flash or fused attention; unfused and local "
                     "attention have no context-parallel path",
@@ -48,12 +49,12 @@ Violations UnfusedScores(const Job& job) {
   const double bytes = act * static_cast<double>(job.train.micro_batch_size) * heads *
                        static_cast<double>(m.seq_length) * static_cast<double>(m.seq_length);
   if (bytes < static_cast<double>(kUnfusedScoresWarnBytes)) return {};
-  return {Violation{{{kBackend, m.attention_backend},
-                     {kImpl, m.transformer_impl},
+  return {Violation{{{kBackend, NameOf(m.attention_backend)},
+                     {kImpl, NameOf(m.transformer_impl)},
                      {"model.seq_length", Str(m.seq_length)}},
                     "unfused attention keeps a [b, heads, s, s] softmax per layer and "
-                    "micro-batch: " + FormatBytesBinary(static_cast<std::int64_t>(bytes)) +
-                        " each at this shape",
+                    "micro-batch: " +
+                        FormatBytesBinary(static_cast<std::int64_t>(bytes)) + " each at this shape",
                     "use flash or fused attention (attention_backend: auto on the "
                     "transformer_engine spec), or recompute core_attn"}};
 }

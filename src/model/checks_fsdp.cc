@@ -75,14 +75,6 @@ Violations ShardDegree(const Job& job) {
           " (0 = all of it)"}};
 }
 
-Violations ActivationCheckpoint(const Job& job) {
-  const std::string& ac = job.memtune.fsdp2.activation_checkpoint;
-  if (ac == "none" || ac == "selective_op" || ac == "selective_layer" || ac == "full") return {};
-  return {One("memtune.fsdp2.activation_checkpoint", ac,
-              "activation_checkpoint must be one of: none, selective_op, selective_layer, full",
-              "set memtune.fsdp2.activation_checkpoint to a listed mode")};
-}
-
 // torchtitan compiles the loss only when it compiles the model (components/loss.py
 // build_cross_entropy_loss: `if job_config.compile...: loss_fn = torch.compile(loss_fn)`).
 Violations CompileLoss(const Job& job) {
@@ -116,9 +108,9 @@ Violations MegatronLeversIgnored(const Job& job) {
   if (job.ddp.use_megatron_fsdp) fields.emplace_back("ddp.use_megatron_fsdp", "true");
   // PEFT and Megatron's FP8/FP4 training: the fsdp2 estimate is full bf16 training (its
   // float8 lever is memtune.fsdp2.float8); these changed nothing, without a word.
-  if (job.peft) fields.emplace_back("peft", job.peft->method);
-  if (!m.fp8.empty()) fields.emplace_back("model.fp8", m.fp8);
-  if (!m.fp4.empty()) fields.emplace_back("model.fp4", m.fp4);
+  if (job.peft) fields.emplace_back("peft", NameOf(job.peft->method));
+  if (m.fp8 != Fp8Format::kNone) fields.emplace_back("model.fp8", NameOf(m.fp8));
+  if (m.fp4 != Fp4Format::kNone) fields.emplace_back("model.fp4", NameOf(m.fp4));
   if (fields.empty()) return {};
   return {Violation{fields, "framework fsdp2 ignores these Megatron settings",
                     "use memtune.fsdp2 (activation_checkpoint, reshard_after_forward, ...) or "
@@ -143,10 +135,6 @@ constexpr Rule kRules[] = {
       "choose a shard_degree dividing world/(TP*PP*CP)", "torchtitan ParallelDims._validate",
       kBlocksEstimate},
      ShardDegree},
-    {{"fsdp.activation-checkpoint", Severity::kError, RuleScope::kFsdp2,
-      "activation_checkpoint is none | selective_op | selective_layer | full", "use a listed mode",
-      "torchtitan ActivationCheckpoint config"},
-     ActivationCheckpoint},
     {{"fsdp.compile-loss", Severity::kError, RuleScope::kFsdp2,
       "compile_loss needs compile (torchtitan compiles the loss with the model)",
       "set compile: true or compile_loss: false",

@@ -58,7 +58,7 @@ std::vector<std::string> EligibleTargets(const Job& job, std::vector<std::string
   return eligible;
 }
 
-bool IsLora(const Job& job) { return job.peft && job.peft->method == "lora"; }
+bool IsLora(const Job& job) { return job.peft && job.peft->method == PeftMethod::kLora; }
 
 Violations RegatherIneligible(const Job& job) {
   if (!IsLora(job) || !job.peft->sequence_parallel_input_regather) return {};

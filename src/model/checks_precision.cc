@@ -15,7 +15,8 @@ Violations Fp16AndBf16(const Job& job) {
 
 Violations Fp8DelayedFirstLast(const Job& job) {
   const auto& m = job.model;
-  if (m.fp8.empty() || !m.first_last_layers_bf16 || m.fp8_recipe != "delayed") return {};
+  if (m.fp8 == Fp8Format::kNone || !m.first_last_layers_bf16 || m.fp8_recipe != Fp8Recipe::kDelayed)
+    return {};
   return {Violation{{{"model.fp8_recipe", "delayed"}, {"model.first_last_layers_bf16", "true"}},
                     "Delayed scaling does not support first / last layer in BF16",
                     "set first_last_layers_bf16: false, or fp8_recipe: tensorwise"}};
@@ -23,7 +24,8 @@ Violations Fp8DelayedFirstLast(const Job& job) {
 
 Violations Bf16LayersRange(const Job& job) {
   const auto& m = job.model;
-  if (m.fp8.empty() || !m.first_last_layers_bf16 || m.pipeline_model_parallel_size < 1) return {};
+  if (m.fp8 == Fp8Format::kNone || !m.first_last_layers_bf16 || m.pipeline_model_parallel_size < 1)
+    return {};
   const std::int64_t max_layers = m.num_layers / m.pipeline_model_parallel_size;
   Violations out;
   auto check = [&](const char* name, int value) {
@@ -41,7 +43,7 @@ Violations Bf16LayersRange(const Job& job) {
 
 Violations Fp8ParamNeedsFp8(const Job& job) {
   const auto& m = job.model;
-  if (!m.fp8_param || !m.fp8.empty()) return {};
+  if (!m.fp8_param || m.fp8 != Fp8Format::kNone) return {};
   return {Violation{{{"model.fp8_param", "true"}, {"model.fp8", "null"}},
                     "fp8_param must be used together with fp8 mode",
                     "set fp8 (e.g. hybrid), or fp8_param: false"}};
@@ -49,7 +51,7 @@ Violations Fp8ParamNeedsFp8(const Job& job) {
 
 Violations Fp4ParamNeedsFp4(const Job& job) {
   const auto& m = job.model;
-  if (!m.fp4_param || !m.fp4.empty()) return {};
+  if (!m.fp4_param || m.fp4 != Fp4Format::kNone) return {};
   return {Violation{{{"model.fp4_param", "true"}, {"model.fp4", "null"}},
                     "fp4_param must be used together with fp4 mode",
                     "set fp4: e2m1, or fp4_param: false"}};
@@ -57,8 +59,8 @@ Violations Fp4ParamNeedsFp4(const Job& job) {
 
 Violations Fp4AndFp8(const Job& job) {
   const auto& m = job.model;
-  if (m.fp4.empty() || m.fp8.empty()) return {};
-  return {Violation{{{"model.fp4", m.fp4}, {"model.fp8", m.fp8}},
+  if (m.fp4 == Fp4Format::kNone || m.fp8 == Fp8Format::kNone) return {};
+  return {Violation{{{"model.fp4", NameOf(m.fp4)}, {"model.fp8", NameOf(m.fp8)}},
                     "fp4 and fp8 cannot be used simultaneously. Please choose one",
                     "set fp4: null or fp8: null"}};
 }
@@ -76,11 +78,11 @@ Violations CrossEntropyTe(const Job& job) {
 
 Violations PrecisionAwareAdam(const Job& job) {
   const auto& o = job.optimizer;
-  if (!o.use_precision_aware_optimizer || o.optimizer == "adam") return {};
-  return {Violation{
-      {{"optimizer.use_precision_aware_optimizer", "true"}, {"optimizer.optimizer", o.optimizer}},
-      "--use-precision-aware-optimizer only supported with adam",
-      "set optimizer: adam, or use_precision_aware_optimizer: false"}};
+  if (!o.use_precision_aware_optimizer || o.optimizer == Optimizer::kAdam) return {};
+  return {Violation{{{"optimizer.use_precision_aware_optimizer", "true"},
+                     {"optimizer.optimizer", NameOf(o.optimizer)}},
+                    "--use-precision-aware-optimizer only supported with adam",
+                    "set optimizer: adam, or use_precision_aware_optimizer: false"}};
 }
 
 // MCore OptimizerConfig.__post_init__: reduced-precision optimizer state needs the
@@ -118,13 +120,14 @@ Violations CpuOffloadPrerequisites(const Job& job) {
                             "reuses the code path of this flag",
                             "set use_precision_aware_optimizer: true"});
   }
-  if (m.fp8_param_gather && m.fp8_recipe != "delayed") {
-    out.push_back(Violation{{{"optimizer.optimizer_cpu_offload", "true"},
-                             {"model.fp8_param_gather", "true"},
-                             {"model.fp8_recipe", m.fp8_recipe.empty() ? "null" : m.fp8_recipe}},
-                            "When `--fp8-param-gather` is enabled, the optimizer cpu offload "
-                            "must be used in conjunction with `--fp8-recipe delayed`",
-                            "use fp8_recipe: delayed, or fp8_param_gather: false"});
+  if (m.fp8_param_gather && m.fp8_recipe != Fp8Recipe::kDelayed) {
+    out.push_back(Violation{
+        {{"optimizer.optimizer_cpu_offload", "true"},
+         {"model.fp8_param_gather", "true"},
+         {"model.fp8_recipe", m.fp8_recipe == Fp8Recipe::kNone ? "null" : NameOf(m.fp8_recipe)}},
+        "When `--fp8-param-gather` is enabled, the optimizer cpu offload "
+        "must be used in conjunction with `--fp8-recipe delayed`",
+        "use fp8_recipe: delayed, or fp8_param_gather: false"});
   }
   if (o.optimizer_offload_fraction < 0 || o.optimizer_offload_fraction > 1) {
     out.push_back(One("optimizer.optimizer_offload_fraction", Dec(o.optimizer_offload_fraction),

@@ -212,10 +212,10 @@ Violations SharedExpertsOverlap(const Job& job) {
 
 Violations Fp8DelayedModules(const Job& job) {
   const auto& m = job.model;
-  if (m.fp8.empty() || m.fp8_recipe != "delayed") return {};
+  if (m.fp8 == Fp8Format::kNone || m.fp8_recipe != Fp8Recipe::kDelayed) return {};
   if (!SelectiveWith(m, "moe_act") && !SelectiveWith(m, "layernorm")) return {};
   return {Violation{{{kModules, List(m.recompute_modules)},
-                     {"model.fp8", m.fp8},
+                     {"model.fp8", NameOf(m.fp8)},
                      {"model.fp8_recipe", "delayed"}},
                     "Delayed scaling does not support moe_act and layernorm recompute for fp8",
                     "use fp8_recipe: tensorwise (current scaling), or remove moe_act/layernorm "

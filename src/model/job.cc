@@ -73,6 +73,72 @@ std::span<const EnumName<CudaGraphImpl>> EnumNames(CudaGraphImpl) {
   return kNames;
 }
 
+std::span<const EnumName<AttentionBackend>> EnumNames(AttentionBackend) {
+  static constexpr EnumName<AttentionBackend> kNames[] = {{"auto", AttentionBackend::kAuto},
+                                                          {"flash", AttentionBackend::kFlash},
+                                                          {"fused", AttentionBackend::kFused},
+                                                          {"unfused", AttentionBackend::kUnfused},
+                                                          {"local", AttentionBackend::kLocal}};
+  return kNames;
+}
+
+std::span<const EnumName<TransformerImpl>> EnumNames(TransformerImpl) {
+  static constexpr EnumName<TransformerImpl> kNames[] = {
+      {"transformer_engine", TransformerImpl::kTransformerEngine},
+      {"local", TransformerImpl::kLocal}};
+  return kNames;
+}
+
+std::span<const EnumName<Fp8Format>> EnumNames(Fp8Format) {
+  static constexpr EnumName<Fp8Format> kNames[] = {{"hybrid", Fp8Format::kHybrid},
+                                                   {"e4m3", Fp8Format::kE4m3}};
+  return kNames;
+}
+
+std::span<const EnumName<Fp8Recipe>> EnumNames(Fp8Recipe) {
+  static constexpr EnumName<Fp8Recipe> kNames[] = {{"tensorwise", Fp8Recipe::kTensorwise},
+                                                   {"delayed", Fp8Recipe::kDelayed},
+                                                   {"mxfp8", Fp8Recipe::kMxfp8},
+                                                   {"blockwise", Fp8Recipe::kBlockwise},
+                                                   {"custom", Fp8Recipe::kCustom}};
+  return kNames;
+}
+
+std::span<const EnumName<Fp4Format>> EnumNames(Fp4Format) {
+  static constexpr EnumName<Fp4Format> kNames[] = {{"e2m1", Fp4Format::kE2m1}};
+  return kNames;
+}
+
+std::span<const EnumName<Optimizer>> EnumNames(Optimizer) {
+  static constexpr EnumName<Optimizer> kNames[] = {{"adam", Optimizer::kAdam},
+                                                   {"sgd", Optimizer::kSgd}};
+  return kNames;
+}
+
+std::span<const EnumName<ShardingStrategy>> EnumNames(ShardingStrategy) {
+  static constexpr EnumName<ShardingStrategy> kNames[] = {
+      {"no_shard", ShardingStrategy::kNoShard},
+      {"optim", ShardingStrategy::kOptim},
+      {"optim_grads", ShardingStrategy::kOptimGrads},
+      {"optim_grads_params", ShardingStrategy::kOptimGradsParams}};
+  return kNames;
+}
+
+std::span<const EnumName<PeftMethod>> EnumNames(PeftMethod) {
+  static constexpr EnumName<PeftMethod> kNames[] = {{"lora", PeftMethod::kLora},
+                                                    {"dora", PeftMethod::kDora}};
+  return kNames;
+}
+
+std::span<const EnumName<Fsdp2Checkpoint>> EnumNames(Fsdp2Checkpoint) {
+  static constexpr EnumName<Fsdp2Checkpoint> kNames[] = {
+      {"none", Fsdp2Checkpoint::kNone},
+      {"selective_op", Fsdp2Checkpoint::kSelectiveOp},
+      {"selective_layer", Fsdp2Checkpoint::kSelectiveLayer},
+      {"full", Fsdp2Checkpoint::kFull}};
+  return kNames;
+}
+
 int DataParallelSize(const Job& job) {
   const auto& m = job.model;
   const int model_parallel =

@@ -66,7 +66,7 @@ void NotePrecisionDefaults(ParseContext& ctx) {
 void ApplyUpstreamDefaults(JobSpec& spec) {
   spec.model.seq_length = kBridgeDefaultSeqTokens;
   spec.model.cross_entropy_loss_fusion = true;  // GPTModelProvider (MCore's own: False)
-  spec.model.fp8_recipe = "delayed";            // TransformerConfig.fp8_recipe
+  spec.model.fp8_recipe = Fp8Recipe::kDelayed;  // TransformerConfig.fp8_recipe
   spec.model.num_layers_at_start_in_bf16 = 1;   // TransformerConfig
   spec.model.num_layers_at_end_in_bf16 = 1;
   spec.optimizer.optimizer_offload_fraction = 0.0;  // MCore OptimizerConfig

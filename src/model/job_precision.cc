@@ -34,8 +34,7 @@ MixedPrecision Fp16Mixed() {
   return mp;
 }
 
-MixedPrecision WithFp8(MixedPrecision mp, const char* format, const char* recipe,
-                       bool param_gather) {
+MixedPrecision WithFp8(MixedPrecision mp, Fp8Format format, Fp8Recipe recipe, bool param_gather) {
   mp.fp8 = format;
   mp.fp8_recipe = recipe;
   SetFp8ParamGather(mp, param_gather);
@@ -50,14 +49,14 @@ MixedPrecision WithBf16Ends(MixedPrecision mp, int start, int end) {
 }
 
 MixedPrecision WithMxfp8(MixedPrecision mp) {
-  mp = WithFp8(mp, "e4m3", "mxfp8", true);
+  mp = WithFp8(mp, Fp8Format::kE4m3, Fp8Recipe::kMxfp8, true);
   mp.reuse_grad_buf_for_mxfp8_param_ag = true;
   return mp;
 }
 
 MixedPrecision Bf16WithNvfp4() {
   MixedPrecision mp = Bf16Mixed();
-  mp.fp4 = "e2m1";
+  mp.fp4 = Fp4Format::kE2m1;
   SetFp8ParamGather(mp, false);
   SetFp4ParamGather(mp, true);
   return mp;
@@ -68,22 +67,24 @@ const std::map<std::string, MixedPrecision>& Presets() {
   static const std::map<std::string, MixedPrecision> kPresets = {
       {"bf16_mixed", Bf16Mixed()},
       {"fp16_mixed", Fp16Mixed()},
-      {"bf16_with_fp8_delayed_scaling_mixed", WithFp8(Bf16Mixed(), "hybrid", "delayed", true)},
-      {"fp16_with_fp8_delayed_scaling_mixed", WithFp8(Fp16Mixed(), "hybrid", "delayed", true)},
+      {"bf16_with_fp8_delayed_scaling_mixed",
+       WithFp8(Bf16Mixed(), Fp8Format::kHybrid, Fp8Recipe::kDelayed, true)},
+      {"fp16_with_fp8_delayed_scaling_mixed",
+       WithFp8(Fp16Mixed(), Fp8Format::kHybrid, Fp8Recipe::kDelayed, true)},
       {"bf16_with_mxfp8_mixed", WithMxfp8(Bf16Mixed())},
       {"fp16_with_mxfp8_mixed", WithMxfp8(Fp16Mixed())},
       {"bf16_with_fp8_current_scaling_mixed",
-       WithBf16Ends(WithFp8(Bf16Mixed(), "hybrid", "tensorwise", true), 1, 1)},
+       WithBf16Ends(WithFp8(Bf16Mixed(), Fp8Format::kHybrid, Fp8Recipe::kTensorwise, true), 1, 1)},
       {"nemotron_h_bf16_with_fp8_current_scaling_mixed",
-       WithBf16Ends(WithFp8(Bf16Mixed(), "hybrid", "tensorwise", true), 2, 2)},
+       WithBf16Ends(WithFp8(Bf16Mixed(), Fp8Format::kHybrid, Fp8Recipe::kTensorwise, true), 2, 2)},
       {"nanov2_bf16_with_fp8_current_scaling_mixed",
-       WithBf16Ends(WithFp8(Bf16Mixed(), "hybrid", "blockwise", true), 2, 2)},
+       WithBf16Ends(WithFp8(Bf16Mixed(), Fp8Format::kHybrid, Fp8Recipe::kBlockwise, true), 2, 2)},
       {"fp16_with_fp8_current_scaling_mixed",
-       WithBf16Ends(WithFp8(Fp16Mixed(), "hybrid", "tensorwise", true), 1, 1)},
+       WithBf16Ends(WithFp8(Fp16Mixed(), Fp8Format::kHybrid, Fp8Recipe::kTensorwise, true), 1, 1)},
       {"bf16_with_fp8_subchannel_scaling_mixed",
-       WithFp8(Bf16Mixed(), "hybrid", "blockwise", false)},
+       WithFp8(Bf16Mixed(), Fp8Format::kHybrid, Fp8Recipe::kBlockwise, false)},
       {"fp16_with_fp8_subchannel_scaling_mixed",
-       WithFp8(Fp16Mixed(), "hybrid", "blockwise", false)},
+       WithFp8(Fp16Mixed(), Fp8Format::kHybrid, Fp8Recipe::kBlockwise, false)},
       {"bf16_with_nvfp4_mixed", Bf16WithNvfp4()},
       {"nemotron_3_super_bf16_with_nvfp4_mixed",
        [] {
@@ -164,16 +165,30 @@ MpReader DtypeInto(std::optional<Dtype> MixedPrecision::*member) {
   };
 }
 
-MpReader EnumInto(std::string MixedPrecision::*member, std::vector<std::string> allowed) {
-  return
-      [member, allowed](const YAML::Node& n, const std::string& p, MixedPrecision& mp) -> Status {
-        if (n.IsNull()) {
-          (mp.*member).clear();
-          return OkStatus();
-        }
-        MEMTUNE_TRY(mp.*member, ToEnum(n, p, allowed));
-        return OkStatus();
-      };
+// A closed-set enum by its name table (memtune/model/job.h); null reads as `null_value`.
+template <typename E>
+MpReader NamedInto(E MixedPrecision::*member, E null_value) {
+  return [member, null_value](const YAML::Node& n, const std::string& p,
+                              MixedPrecision& mp) -> Status {
+    if (n.IsNull()) {
+      mp.*member = null_value;
+      return OkStatus();
+    }
+    std::vector<std::string> allowed;
+    for (const EnumName<E>& entry : EnumNames(E{})) allowed.emplace_back(entry.name);
+    MEMTUNE_TRY(const std::string name, ToEnum(n, p, allowed));
+    for (const EnumName<E>& entry : EnumNames(E{})) {
+      if (name == entry.name) mp.*member = entry.value;
+    }
+    return OkStatus();
+  };
+}
+
+// An enum value as a document value: its name, or null for the unnamed kNone.
+template <typename E>
+Json NameOrNull(E value) {
+  const char* name = NameOf(value);
+  return *name ? Json(name) : Json(nullptr);
 }
 
 MpReader IntInto(int MixedPrecision::*member) {
@@ -195,13 +210,12 @@ const std::vector<std::pair<std::string, MpReader>>& MpFields() {
       {"params_dtype", DtypeInto(&M::params_dtype)},
       {"pipeline_dtype", DtypeInto(&M::pipeline_dtype)},
       {"grad_reduce_in_fp32", BoolInto(&M::grad_reduce_in_fp32)},
-      {"fp8", EnumInto(&M::fp8, {"hybrid", "e4m3"})},
-      {"fp8_recipe",
-       EnumInto(&M::fp8_recipe, {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"})},
+      {"fp8", NamedInto(&M::fp8, Fp8Format::kNone)},
+      {"fp8_recipe", NamedInto(&M::fp8_recipe, Fp8Recipe::kNone)},
       {"first_last_layers_bf16", BoolInto(&M::first_last_layers_bf16)},
       {"fp8_param", BoolInto(&M::fp8_param)},
       {"fp8_param_gather", BoolInto(&M::fp8_param_gather)},
-      {"fp4", EnumInto(&M::fp4, {"e2m1"})},
+      {"fp4", NamedInto(&M::fp4, Fp4Format::kNone)},
       {"fp4_param", BoolInto(&M::fp4_param)},
       {"fp4_param_gather", BoolInto(&M::fp4_param_gather)},
       {"num_layers_at_start_in_bf16", IntInto(&M::num_layers_at_start_in_bf16)},
@@ -289,11 +303,11 @@ const std::vector<Target>& Targets() {
       {"model.fp16", [](const S& j) { return Json(j.model.fp16); }},
       {"model.params_dtype", [](const S& j) { return Json(DtypeName(j.model.params_dtype)); }},
       {"model.pipeline_dtype", [](const S& j) { return Json(DtypeName(j.pipeline_dtype)); }},
-      {"model.fp8", [](const S& j) { return Json(j.model.fp8); }},
-      {"model.fp8_recipe", [](const S& j) { return Json(j.model.fp8_recipe); }},
+      {"model.fp8", [](const S& j) { return NameOrNull(j.model.fp8); }},
+      {"model.fp8_recipe", [](const S& j) { return NameOrNull(j.model.fp8_recipe); }},
       {"model.fp8_param", [](const S& j) { return Json(j.model.fp8_param); }},
       {"model.fp8_param_gather", [](const S& j) { return Json(j.model.fp8_param_gather); }},
-      {"model.fp4", [](const S& j) { return Json(j.model.fp4); }},
+      {"model.fp4", [](const S& j) { return NameOrNull(j.model.fp4); }},
       {"model.fp4_param", [](const S& j) { return Json(j.model.fp4_param); }},
       {"model.first_last_layers_bf16",
        [](const S& j) { return Json(j.model.first_last_layers_bf16); }},

@@ -198,28 +198,6 @@ struct Binder {
               return v.empty() ? Json(nullptr) : Json(v);
             }};
   }
-  // A string enum. With `null_is_none`, null reads and writes as "" (fp8: null = off).
-  FieldSpec Enum(const char* name, std::string S::*member, std::vector<std::string> allowed,
-                 std::vector<EnumAlias> aliases = {}, bool null_is_none = false) const {
-    auto g = get;
-    auto c = cget;
-    FieldSpec f{name,
-                [g, member, allowed, aliases](const YAML::Node& n, const std::string& p,
-                                              JobSpec& j) -> Status {
-                  if (n.IsNull()) {
-                    (g(j).*member).clear();
-                    return OkStatus();
-                  }
-                  MEMTUNE_TRY(g(j).*member, ToEnum(n, p, allowed, aliases));
-                  return OkStatus();
-                },
-                [c, member, null_is_none](const Job& j) {
-                  const std::string& v = c(j).*member;
-                  return v.empty() && null_is_none ? Json(nullptr) : Json(v);
-                }};
-    f.null_is_value = null_is_none;
-    return f;
-  }
   // A C++ enum, spelled as in `names` (name, value); null reads as `null_value` when given.
   template <typename E>
   FieldSpec Choice(const char* name, E S::*member,
@@ -258,6 +236,13 @@ struct Binder {
     std::vector<std::pair<std::string, E>> names;
     for (const EnumName<E>& entry : EnumNames(E{})) names.emplace_back(entry.name, entry.value);
     return Choice(name, member, std::move(names));
+  }
+  // The same, where null is a value: it reads as, and is written for, `null_value`.
+  template <typename E>
+  FieldSpec NamedOrNull(const char* name, E S::*member, E null_value) const {
+    std::vector<std::pair<std::string, E>> names;
+    for (const EnumName<E>& entry : EnumNames(E{})) names.emplace_back(entry.name, entry.value);
+    return Choice(name, member, std::move(names), null_value);
   }
   FieldSpec DtypeField(const char* name, Dtype S::*member, std::vector<Dtype> allowed) const {
     auto g = get;

@@ -54,7 +54,7 @@ SectionSpec BuildOptimizer() {
                             [](const Job& j) -> const OptimizerConfig& { return j.optimizer; });
   const std::vector<Dtype> kMoment = {Dtype::kFp32, Dtype::kFp16, Dtype::kBf16, Dtype::kFp8};
   return {"optimizer",
-          {o.Enum("optimizer", &OptimizerConfig::optimizer, {"adam", "sgd"}),
+          {o.Named("optimizer", &OptimizerConfig::optimizer),
            Memory(o.Bool("use_distributed_optimizer", &OptimizerConfig::use_distributed_optimizer),
                   "MCore OptimizerConfig", IsMegatron),
            o.Bool("use_precision_aware_optimizer", &OptimizerConfig::use_precision_aware_optimizer),
@@ -95,8 +95,7 @@ SectionSpec BuildDdp() {
        d.Bool("overlap_grad_reduce", &DdpConfig::overlap_grad_reduce),
        d.Bool("overlap_param_gather", &DdpConfig::overlap_param_gather), fsdp,
        Alias("use_custom_fsdp", fsdp),
-       d.Enum("data_parallel_sharding_strategy", &DdpConfig::data_parallel_sharding_strategy,
-              {"no_shard", "optim", "optim_grads", "optim_grads_params"}),
+       d.Named("data_parallel_sharding_strategy", &DdpConfig::data_parallel_sharding_strategy),
        d.Int("num_distributed_optimizer_instances", &DdpConfig::num_distributed_optimizer_instances,
              1, kMaxParallel),
        d.OptInt("bucket_size", &DdpConfig::bucket_size, 1, kMaxBucketElements),
@@ -130,9 +129,9 @@ FieldSpec PeftTargetField() {
                 name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
             for (char& c : last) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
             if (last == "lora" || last == "vlmlora") {
-              j.peft->method = "lora";
+              j.peft->method = PeftMethod::kLora;
             } else if (last == "dora") {
-              j.peft->method = "dora";
+              j.peft->method = PeftMethod::kDora;
               j.peft->alpha = 64;  // Bridge peft/dora.py: DoRA.alpha = 64
             } else {
               return InvalidConfig(p, p + " = '" + name + "' is not a supported PEFT method",
@@ -142,7 +141,7 @@ FieldSpec PeftTargetField() {
             }
             return OkStatus();
           },
-          [](const Job& j) { return Json(j.peft ? j.peft->method : "lora"); }};
+          [](const Job& j) { return Json(NameOf(j.peft ? j.peft->method : PeftMethod::kLora)); }};
 }
 
 SectionSpec BuildPeft() {
@@ -246,9 +245,8 @@ SectionSpec BuildFsdp2() {
        Memory(f.DtypeField("reduce_dtype", &Fsdp2Config::reduce_dtype,
                            {Dtype::kFp32, Dtype::kBf16, Dtype::kFp16}),
               "torchtitan", IsFsdp2),
-       Memory(f.Enum("activation_checkpoint", &Fsdp2Config::activation_checkpoint,
-                     {"none", "selective_op", "selective_layer", "full"}),
-              "torchtitan", IsFsdp2),
+       Memory(f.Named("activation_checkpoint", &Fsdp2Config::activation_checkpoint), "torchtitan",
+              IsFsdp2),
        f.Bool("float8", &Fsdp2Config::float8), f.Bool("compile", &Fsdp2Config::compile),
        Memory(
            f.Bool("compile_loss", &Fsdp2Config::compile_loss),

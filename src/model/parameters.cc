@@ -343,10 +343,12 @@ std::int64_t CountParameters(const ModelConfig& model, std::int64_t vocab) {
 }
 
 CoreAttention CoreAttentionOf(const ModelConfig& model) {
-  if (model.transformer_impl == "local" || model.attention_backend == "local") {
+  if (model.transformer_impl == TransformerImpl::kLocal ||
+      model.attention_backend == AttentionBackend::kLocal) {
     return CoreAttention::kLocal;
   }
-  return model.attention_backend == "unfused" ? CoreAttention::kTeUnfused : CoreAttention::kFused;
+  return model.attention_backend == AttentionBackend::kUnfused ? CoreAttention::kTeUnfused
+                                                               : CoreAttention::kFused;
 }
 
 }  // namespace memtune::model

@@ -317,8 +317,8 @@ ActContext MakeActContext(const model::Job& job) {
            m.position_embedding_type == model::PositionEmbedding::kMrope;
   c.gqa = g < m.num_attention_heads;
   FillUnfusedAttention(job, c);
-  c.fp8 = !m.fp8.empty();
-  c.fp8_delayed = m.fp8_recipe == "delayed";
+  c.fp8 = m.fp8 != model::Fp8Format::kNone;
+  c.fp8_delayed = m.fp8_recipe == model::Fp8Recipe::kDelayed;
   const bool selective = m.recompute_granularity == model::RecomputeGranularity::kSelective;
   c.recompute_core_attn = selective && Has(m, "core_attn");
   c.recompute_mlp = selective && Has(m, "mlp");

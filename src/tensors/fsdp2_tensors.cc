@@ -73,7 +73,7 @@ Status CheckModelled(const model::Job& job) {
     return Unsupported("memtune.fsdp2.param_dtype",
                        "only bf16 compute (torchtitan's default mixed precision) is modelled");
   }
-  if (job.memtune.fsdp2.compile && job.memtune.fsdp2.activation_checkpoint == "none") {
+  if (job.memtune.fsdp2.compile && job.memtune.fsdp2.activation_checkpoint == Fsdp2Ac::kNone) {
     return Unsupported("memtune.fsdp2.compile",
                        "torch.compile without activation checkpointing saves what inductor's "
                        "min-cut partitioner picks; not modelled (set activation_checkpoint)");
@@ -83,15 +83,6 @@ Status CheckModelled(const model::Job& job) {
         "model", "num_layers, hidden_size, num_attention_heads and seq_length must be positive");
   }
   return OkStatus();
-}
-
-Result<Fsdp2Ac> ParseAc(const std::string& ac) {
-  if (ac == "none") return Fsdp2Ac::kNone;
-  if (ac == "selective_op") return Fsdp2Ac::kSelectiveOp;
-  if (ac == "selective_layer") return Fsdp2Ac::kSelectiveLayer;
-  if (ac == "full") return Fsdp2Ac::kFull;
-  return InvalidConfig("memtune.fsdp2.activation_checkpoint",
-                       "'" + ac + "' is not one of none, selective_op, selective_layer, full");
 }
 
 // Parameters of one block and of the root module, TP-local (torchtitan's TP plan:
@@ -263,7 +254,7 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
   const auto& m = job.model;
   const auto& cfg = job.memtune.fsdp2;
   Fsdp2Facts f;
-  MEMTUNE_TRY(f.ac, ParseAc(cfg.activation_checkpoint));
+  f.ac = cfg.activation_checkpoint;
   f.tp = std::max(1, m.tensor_model_parallel_size);
   const int world = job.memtune.world_size > 0 ? job.memtune.world_size : f.tp;
   const int model_ranks =

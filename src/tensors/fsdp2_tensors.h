@@ -36,7 +36,7 @@ struct Fsdp2Tensor {
 };
 
 // How a transformer block keeps its activations (memtune.fsdp2.activation_checkpoint).
-enum class Fsdp2Ac { kNone, kSelectiveOp, kSelectiveLayer, kFull };
+using Fsdp2Ac = model::Fsdp2Checkpoint;
 
 struct Fsdp2Facts {
   int tp = 1, cp = 1, layers = 0;

@@ -98,7 +98,7 @@ std::int64_t LoraElements(const model::Job& job, bool moe_layer) {
   add("linear_proj", q, h);
   add("linear_fc1", h, glu * f);
   add("linear_fc2", f, h);
-  if (p.method == "dora") elements += outs;
+  if (p.method == model::PeftMethod::kDora) elements += outs;
   return elements / std::max(1, m.tensor_model_parallel_size);
 }
 
@@ -130,7 +130,7 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
   const std::int64_t vocab = model::PaddedVocabSize(job);
   const int tp = m.tensor_model_parallel_size, ep = m.expert_model_parallel_size;
   const int etp = model::ExpertTensorParallelSize(job);
-  const bool fp8_params = !m.fp8.empty() && (m.fp8_param || m.fp8_param_gather);
+  const bool fp8_params = m.fp8 != model::Fp8Format::kNone && (m.fp8_param || m.fp8_param_gather);
   ParamCatalog c;
   for (int moe = 0; moe < 2; ++moe) {
     if (moe && m.num_moe_experts.value_or(0) <= 0) break;
@@ -206,7 +206,7 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
       if (n == 0) continue;
       Add(r, catalog.layer[moe][fp8], n, frozen);
       r.dense_hp += catalog.lora[moe] * n;
-      if (!m.fp8.empty() && fp8 == 1) r.te_linear += catalog.te_linear[moe] * n;
+      if (m.fp8 != model::Fp8Format::kNone && fp8 == 1) r.te_linear += catalog.te_linear[moe] * n;
       r.largest_layer = std::max(r.largest_layer, catalog.layer[moe][0].Total());
     }
   }
@@ -220,8 +220,9 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
   const int cp = std::max(1, m.context_parallel_size);
   const int instances = std::max(1, ddp.num_distributed_optimizer_instances);
   const bool fsdp = ddp.use_megatron_fsdp;
-  const std::string& strategy = ddp.data_parallel_sharding_strategy;
-  const bool sharded_opt = opt.use_distributed_optimizer || (fsdp && strategy != "no_shard");
+  const model::ShardingStrategy strategy = ddp.data_parallel_sharding_strategy;
+  const bool sharded_opt =
+      opt.use_distributed_optimizer || (fsdp && strategy != model::ShardingStrategy::kNoShard);
   ModelStateRules g;
   // MCore optimizer/__init__.py: the distributed optimizer shards dense state over the
   // (intra-instance) DP x CP group and expert state over the expert-DP group.
@@ -230,11 +231,12 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
                               : 1;
   g.expert_shard =
       sharded_opt ? std::max<std::int64_t>(1, model::ExpertDataParallelSize(job) / instances) : 1;
-  g.shard_grads = fsdp && (strategy == "optim_grads" || strategy == "optim_grads_params");
-  g.shard_params = fsdp && strategy == "optim_grads_params";
+  g.shard_grads = fsdp && (strategy == model::ShardingStrategy::kOptimGrads ||
+                           strategy == model::ShardingStrategy::kOptimGradsParams);
+  g.shard_params = fsdp && strategy == model::ShardingStrategy::kOptimGradsParams;
   g.fsdp = fsdp;
   g.pbytes = model::DtypeBytes(m.params_dtype);
-  g.fp8 = !m.fp8.empty();
+  g.fp8 = m.fp8 != model::Fp8Format::kNone;
   g.fp8_params = g.fp8 && (m.fp8_param || m.fp8_param_gather);
   g.fp8_needs_transpose = fp8_needs_transpose;
   // param_and_grad_buffer.py group_params_for_buffers: the grad buffer is fp32 with
@@ -243,7 +245,7 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
   g.aware = opt.use_precision_aware_optimizer;
   const bool needs_master = m.params_dtype != model::Dtype::kFp32 || g.fp8_params;
   g.master = needs_master ? (g.aware ? model::DtypeBytes(opt.main_params_dtype) : 4) : 0;
-  const bool adam = opt.optimizer == "adam";
+  const bool adam = opt.optimizer == model::Optimizer::kAdam;
   g.m1 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_dtype) : 4) : 0;
   g.m2 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_sq_dtype) : 4) : 0;
   g.on_gpu = opt.optimizer_cpu_offload ? 1.0 - opt.optimizer_offload_fraction : 1.0;
@@ -255,8 +257,9 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
   // TE >= 2.2) first casts each fp32 main shard to the parameter's nominal dtype and keeps
   // every copy in a list until the fp8 casts run, so all of them are alive at once.
   const bool aware_copies =
-      g.aware && (opt.main_params_dtype != model::Dtype::kFp32 || m.fp8_recipe.empty() ||
-                  m.fp8_recipe == "delayed" || opt.optimizer_cpu_offload);
+      g.aware &&
+      (opt.main_params_dtype != model::Dtype::kFp32 || m.fp8_recipe == model::Fp8Recipe::kNone ||
+       m.fp8_recipe == model::Fp8Recipe::kDelayed || opt.optimizer_cpu_offload);
   g.fp8_cast_copies =
       g.fp8 && m.fp8_param_gather && opt.use_distributed_optimizer && !fsdp && !aware_copies;
   return g;

@@ -101,7 +101,7 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
   WorkspaceRules r;
   r.te_bytes = TeGemmWorkspaceBytes(cc);
   r.torch_bytes = TorchCublasWorkspaceBytes(cc, job.memtune.env);
-  const bool local_spec = m.transformer_impl == "local";
+  const bool local_spec = m.transformer_impl == model::TransformerImpl::kLocal;
   r.te_layers = !local_spec;
   r.torch_layers = local_spec || act.unfused_attn;  // unfused: CoreAttentionOf(m) != kFused
   r.userbuffers = m.tp_comm_overlap;

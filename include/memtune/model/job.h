@@ -43,6 +43,28 @@ enum class CrossEntropyFusionImpl { kNative, kTe };
 // CUDA-graph implementation (MCore TransformerConfig.cuda_graph_impl): "none" | "local" |
 // "transformer_engine" | "full_iteration".
 enum class CudaGraphImpl { kNone, kLocal, kTransformerEngine, kFullIteration };
+// Core attention backend (MCore TransformerConfig.attention_backend, enum AttnBackend):
+// "auto" | "flash" | "fused" | "unfused" | "local".
+enum class AttentionBackend { kAuto, kFlash, kFused, kUnfused, kLocal };
+// Layer spec (Megatron-LM --transformer-impl): "transformer_engine" | "local".
+enum class TransformerImpl { kTransformerEngine, kLocal };
+// FP8 format (TransformerConfig.fp8): null (kNone, FP8 off) | "hybrid" | "e4m3".
+enum class Fp8Format { kNone, kHybrid, kE4m3 };
+// FP8 scaling recipe (TransformerConfig.fp8_recipe, MixedPrecisionConfig.fp8_recipe): null
+// (kNone) | "tensorwise" | "delayed" | "mxfp8" | "blockwise" | "custom".
+enum class Fp8Recipe { kNone, kTensorwise, kDelayed, kMxfp8, kBlockwise, kCustom };
+// FP4 format (TransformerConfig.fp4): null (kNone, FP4 off) | "e2m1".
+enum class Fp4Format { kNone, kE2m1 };
+// Optimizer (Bridge OptimizerConfig.optimizer): "adam" | "sgd".
+enum class Optimizer { kAdam, kSgd };
+// Megatron-FSDP sharding (MCore DistributedDataParallelConfig.data_parallel_sharding_strategy):
+// "no_shard" | "optim" | "optim_grads" | "optim_grads_params".
+enum class ShardingStrategy { kNoShard, kOptim, kOptimGrads, kOptimGradsParams };
+// PEFT method (Bridge peft._target_ LoRA / DoRA): "lora" | "dora".
+enum class PeftMethod { kLora, kDora };
+// FSDP2 activation checkpointing (torchtitan ActivationCheckpoint.mode, with selective's
+// option split): "none" | "selective_op" | "selective_layer" | "full".
+enum class Fsdp2Checkpoint { kNone, kSelectiveOp, kSelectiveLayer, kFull };
 
 // One document spelling of a closed-set enum value.
 template <typename E>
@@ -59,6 +81,16 @@ std::span<const EnumName<PositionEmbedding>> EnumNames(PositionEmbedding);
 std::span<const EnumName<MoeTokenDispatcher>> EnumNames(MoeTokenDispatcher);
 std::span<const EnumName<CrossEntropyFusionImpl>> EnumNames(CrossEntropyFusionImpl);
 std::span<const EnumName<CudaGraphImpl>> EnumNames(CudaGraphImpl);
+std::span<const EnumName<AttentionBackend>> EnumNames(AttentionBackend);
+std::span<const EnumName<TransformerImpl>> EnumNames(TransformerImpl);
+// The kNone values of Fp8Format, Fp8Recipe and Fp4Format have no name: they are null.
+std::span<const EnumName<Fp8Format>> EnumNames(Fp8Format);
+std::span<const EnumName<Fp8Recipe>> EnumNames(Fp8Recipe);
+std::span<const EnumName<Fp4Format>> EnumNames(Fp4Format);
+std::span<const EnumName<Optimizer>> EnumNames(Optimizer);
+std::span<const EnumName<ShardingStrategy>> EnumNames(ShardingStrategy);
+std::span<const EnumName<PeftMethod>> EnumNames(PeftMethod);
+std::span<const EnumName<Fsdp2Checkpoint>> EnumNames(Fsdp2Checkpoint);
 
 // The document spelling of `value`, e.g. NameOf(MoeTokenDispatcher::kAlltoall) == "alltoall".
 template <typename E>
@@ -166,8 +198,8 @@ struct ModelBase {
   // Core attention: TE picks flash or cuDNN fused attention under "auto"; "unfused" (TE's
   // UnfusedDotProductAttention) and "local" (MCore DotProductAttention) materialize the
   // [b, heads, s, s] scores (MCore TransformerConfig.attention_backend / transformer_impl).
-  std::string attention_backend = "auto";               // auto | flash | fused | unfused | local
-  std::string transformer_impl = "transformer_engine";  // transformer_engine | local
+  AttentionBackend attention_backend = AttentionBackend::kAuto;
+  TransformerImpl transformer_impl = TransformerImpl::kTransformerEngine;
   bool masked_softmax_fusion = true;       // local unfused attention's fused softmax kernel
   bool attention_softmax_in_fp32 = false;  // local unfused attention's torch softmax in fp32
   CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
@@ -176,11 +208,11 @@ struct ModelBase {
   bool bf16 = false;
   bool fp16 = false;
   Dtype params_dtype = Dtype::kFp32;
-  std::string fp8;         // "" | hybrid | e4m3
-  std::string fp8_recipe;  // "" | delayed | tensorwise | mxfp8 | blockwise
+  Fp8Format fp8 = Fp8Format::kNone;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kNone;
   bool fp8_param = false;
   bool fp8_param_gather = false;
-  std::string fp4;  // "" | e2m1
+  Fp4Format fp4 = Fp4Format::kNone;
   bool fp4_param = false;
   bool first_last_layers_bf16 = false;
   int num_layers_at_start_in_bf16 = 0;
@@ -215,7 +247,7 @@ struct TrainConfig : TrainBase {
 
 // optimizer: Bridge OptimizerConfig fields that change memory.
 struct OptimizerConfig {
-  std::string optimizer = "adam";  // adam | sgd
+  Optimizer optimizer = Optimizer::kAdam;
   bool use_distributed_optimizer = false;
   bool use_precision_aware_optimizer = false;
   Dtype main_params_dtype = Dtype::kFp32;
@@ -237,8 +269,7 @@ struct DdpConfig {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool use_megatron_fsdp = false;
-  std::string data_parallel_sharding_strategy =
-      "no_shard";  // no_shard | optim | optim_grads | optim_grads_params
+  ShardingStrategy data_parallel_sharding_strategy = ShardingStrategy::kNoShard;
   int num_distributed_optimizer_instances = 1;
   std::optional<std::int64_t> bucket_size;  // elements; default max(40M, 1M * dp) with dist-opt
   bool average_in_collective = false;
@@ -252,7 +283,7 @@ struct DdpConfig {
 
 // peft: LoRA / DoRA.
 struct PeftConfig {
-  std::string method = "lora";  // lora | dora
+  PeftMethod method = PeftMethod::kLora;
   std::int64_t dim = 32;
   double alpha = 32;
   std::vector<std::string> target_modules = {"linear_qkv", "linear_proj", "linear_fc1",
@@ -268,7 +299,7 @@ struct Fsdp2Config {
   bool reshard_after_forward = true;
   Dtype param_dtype = Dtype::kBf16;
   Dtype reduce_dtype = Dtype::kFp32;
-  std::string activation_checkpoint = "none";  // none | selective_op | selective_layer | full
+  Fsdp2Checkpoint activation_checkpoint = Fsdp2Checkpoint::kNone;
   bool float8 = false;
   bool compile = false;
   // torch.compile the cross-entropy loss too: torchtitan does so whenever it compiles the

@@ -59,12 +59,12 @@ struct MixedPrecisionConfig {
   std::optional<Dtype> params_dtype;    // unset: torch's default dtype, fp32
   std::optional<Dtype> pipeline_dtype;  // unset: params_dtype
   bool grad_reduce_in_fp32 = true;
-  std::string fp8;  // "" = None | hybrid | e4m3
-  std::string fp8_recipe = "tensorwise";
+  Fp8Format fp8 = Fp8Format::kNone;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
   bool first_last_layers_bf16 = false;
   std::optional<bool> fp8_param;  // unset: fp8_param_gather (finalize())
   bool fp8_param_gather = false;
-  std::string fp4;                // "" = None | e2m1
+  Fp4Format fp4 = Fp4Format::kNone;
   std::optional<bool> fp4_param;  // unset: fp4_param_gather
   bool fp4_param_gather = false;
   int num_layers_at_start_in_bf16 = 0;

@@ -15,7 +15,8 @@ TEST(AccurateTest, ModeNamesRoundTrip) {
   EXPECT_EQ(*ParseMode("megatron-lm", "--mode"), Mode::kMegatronLm);
   auto bad = ParseMode("exact", "--mode");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().Describe(), "--mode: unknown mode 'exact'; allowed: accurate, megatron-lm, bridge");
+  EXPECT_EQ(bad.error().Describe(),
+            "--mode: unknown mode 'exact'; allowed: accurate, megatron-lm, bridge");
 }
 
 TEST(AccurateTest, ComponentsSumToAllocated) {
@@ -32,7 +33,8 @@ TEST(AccurateTest, ComponentsSumToAllocated) {
 // gets the model state, activations and transients the summary prints.
 TEST(AccurateTest, ComponentKindsSumToTheirTotals) {
   auto local = Llama70BJob();
-  local.model.transformer_impl = "local";  // + MCore local attention's score buffer
+  local.model.transformer_impl =
+      model::TransformerImpl::kLocal;  // + MCore local attention's score buffer
   for (const auto& job : {Llama70BJob(), local}) {
     auto e = EstimateMemory(job);
     ASSERT_TRUE(e) << e.error().Describe();
@@ -40,15 +42,26 @@ TEST(AccurateTest, ComponentKindsSumToTheirTotals) {
       std::int64_t state = 0, activations = 0, transient = 0;
       for (const auto& c : r.components) {
         switch (c.kind) {
-          case ComponentKind::kParameters: case ComponentKind::kGradients:
-          case ComponentKind::kOptimizer: state += c.bytes; break;
-          case ComponentKind::kActivations: case ComponentKind::kLogits: activations += c.bytes; break;
-          case ComponentKind::kTransient: transient += c.bytes; break;
+          case ComponentKind::kParameters:
+          case ComponentKind::kGradients:
+          case ComponentKind::kOptimizer:
+            state += c.bytes;
+            break;
+          case ComponentKind::kActivations:
+          case ComponentKind::kLogits:
+            activations += c.bytes;
+            break;
+          case ComponentKind::kTransient:
+            transient += c.bytes;
+            break;
         }
       }
-      EXPECT_EQ(state, r.model_state_bytes) << job.model.transformer_impl << " rank " << r.pp_rank;
-      EXPECT_EQ(activations, r.activation_bytes) << job.model.transformer_impl << " rank " << r.pp_rank;
-      EXPECT_EQ(transient, r.transient_bytes) << job.model.transformer_impl << " rank " << r.pp_rank;
+      EXPECT_EQ(state, r.model_state_bytes)
+          << model::NameOf(job.model.transformer_impl) << " rank " << r.pp_rank;
+      EXPECT_EQ(activations, r.activation_bytes)
+          << model::NameOf(job.model.transformer_impl) << " rank " << r.pp_rank;
+      EXPECT_EQ(transient, r.transient_bytes)
+          << model::NameOf(job.model.transformer_impl) << " rank " << r.pp_rank;
     }
   }
 }
@@ -117,7 +130,7 @@ TEST(AccurateTest, Fp8ParamGatherStepHoldsBf16CopiesOfTheMainShards) {
     if (c.name == "params.fp8") fp8 = c.bytes;
     if (c.name == "tmp.step") step = c.bytes;
   }
-  const int dp = 2;  // 32 GPUs / (TP4 x PP4)
+  const int dp = 2;               // 32 GPUs / (TP4 x PP4)
   EXPECT_EQ(cast, fp8 / dp * 2);  // 1-byte fp8 elements, sharded over DP, copied as bf16
   EXPECT_EQ(r.step_peak_bytes, r.model_state_bytes + r.carried_bytes + step + cast);
   EXPECT_EQ(r.allocated_bytes, r.step_peak_bytes);
@@ -140,7 +153,7 @@ TEST(AccurateTest, Fp8ParamGatherStepHoldsBf16CopiesOfTheMainShards) {
   // Nor when a precision-aware optimizer re-quantizes (delayed scaling: MCore's
   // use_precision_aware_optimizer_no_fp8_or_ds_fp8).
   job.model.fp8_param_gather = true;
-  job.model.fp8_recipe = "delayed";
+  job.model.fp8_recipe = model::Fp8Recipe::kDelayed;
   job.optimizer.use_precision_aware_optimizer = true;
   auto aware = EstimateMemory(job);
   ASSERT_TRUE(aware);

@@ -59,7 +59,7 @@ TEST(RefuseTest, SizesBeyondInt64ArithmeticAreRefusedNotWrapped) {
 
 TEST(RefuseTest, UnfusedAttentionBeyondAnyDeviceIsRefusedNotWrapped) {
   model::Job job = Llama70BJob();
-  job.model.attention_backend = "unfused";
+  job.model.attention_backend = model::AttentionBackend::kUnfused;
   job.model.seq_length = 100'000'000;  // 8 x 64 heads x (1e8)^2 bytes: beyond 1 PiB
   auto e = EstimateMemory(job);
   ASSERT_FALSE(e);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "memtune/model/job.h"
 #include "unit/support/llama3_70b_shape.h"
@@ -45,7 +46,8 @@ inline model::Job TinyJob() {
 // A torchtitan FSDP2 job on TinyJob's Llama-style block, scaled so sizes stay whole: two
 // blocks, h=64, 4 heads of 16 (q=64), 2 KV groups (kv=32), ffn 128, vocab 256 untied,
 // seq 32, micro-batch 1, 2 GPUs, shard degree 2, the given activation checkpointing.
-inline model::Job Fsdp2Job(const std::string& activation_checkpoint = "none") {
+// `activation_checkpoint` is a document spelling ("none", "full", ...).
+inline model::Job Fsdp2Job(std::string_view activation_checkpoint = "none") {
   model::Job job = TinyJob();
   auto& m = job.model;
   m.hidden_size = 64;
@@ -59,7 +61,9 @@ inline model::Job Fsdp2Job(const std::string& activation_checkpoint = "none") {
   job.memtune.framework = model::Framework::kFsdp2;
   job.memtune.world_size = 2;
   job.memtune.fsdp2.shard_degree = 2;
-  job.memtune.fsdp2.activation_checkpoint = activation_checkpoint;
+  for (const auto& entry : model::EnumNames(model::Fsdp2Checkpoint{})) {
+    if (activation_checkpoint == entry.name) job.memtune.fsdp2.activation_checkpoint = entry.value;
+  }
   return job;
 }
 
@@ -74,8 +78,8 @@ inline model::Job Llama70BJob() {
   m.position_embedding_type = model::PositionEmbedding::kRope;
   m.recompute_granularity = model::RecomputeGranularity::kSelective;
   m.recompute_modules = {"core_attn"};
-  m.fp8 = "hybrid";
-  m.fp8_recipe = "tensorwise";
+  m.fp8 = model::Fp8Format::kHybrid;
+  m.fp8_recipe = model::Fp8Recipe::kTensorwise;
   m.fp8_param = true;
   m.fp8_param_gather = true;
   m.bf16 = true;

@@ -182,8 +182,8 @@ const std::map<std::string, FailingCase>& Cases() {
          j.model.recompute_modules = {"shared_experts"};
        }}},
       {"recompute.fp8-delayed-modules", {[](Job& j) {
-         j.model.fp8 = "hybrid";
-         j.model.fp8_recipe = "delayed";
+         j.model.fp8 = model::Fp8Format::kHybrid;
+         j.model.fp8_recipe = model::Fp8Recipe::kDelayed;
          j.model.recompute_granularity = RecomputeGranularity::kSelective;
          j.model.recompute_modules = {"layernorm"};
        }}},
@@ -203,13 +203,14 @@ const std::map<std::string, FailingCase>& Cases() {
          j.model.cpu_offloading = true;
          j.model.cuda_graph_impl = CudaGraphImpl::kLocal;
        }}},
-      {"attention.local-needs-local-spec", {[](Job& j) { j.model.attention_backend = "local"; }}},
+      {"attention.local-needs-local-spec",
+       {[](Job& j) { j.model.attention_backend = model::AttentionBackend::kLocal; }}},
       {"attention.unfused-cp", {[](Job& j) {
-         j.model.attention_backend = "unfused";
+         j.model.attention_backend = model::AttentionBackend::kUnfused;
          j.model.context_parallel_size = 2;
        }}},
       {"attention.unfused-scores", {[](Job& j) {
-         j.model.attention_backend = "unfused";
+         j.model.attention_backend = model::AttentionBackend::kUnfused;
          j.model.seq_length = 65536;
        }}},
       {"offload.nothing-offloaded", {[](Job& j) { j.model.cpu_offloading = true; }}},
@@ -243,21 +244,21 @@ const std::map<std::string, FailingCase>& Cases() {
        }}},
       {"precision.fp16-bf16", {[](Job& j) { j.model.fp16 = true; }}},
       {"precision.fp8-delayed-first-last", {[](Job& j) {
-         j.model.fp8 = "hybrid";
-         j.model.fp8_recipe = "delayed";
+         j.model.fp8 = model::Fp8Format::kHybrid;
+         j.model.fp8_recipe = model::Fp8Recipe::kDelayed;
          j.model.first_last_layers_bf16 = true;
        }}},
       {"precision.bf16-layers-range", {[](Job& j) {
-         j.model.fp8 = "hybrid";
-         j.model.fp8_recipe = "tensorwise";
+         j.model.fp8 = model::Fp8Format::kHybrid;
+         j.model.fp8_recipe = model::Fp8Recipe::kTensorwise;
          j.model.first_last_layers_bf16 = true;
          j.model.num_layers_at_start_in_bf16 = 21;
        }}},
       {"precision.fp8-param", {[](Job& j) { j.model.fp8_param = true; }}},
       {"precision.fp4-param", {[](Job& j) { j.model.fp4_param = true; }}},
       {"precision.fp4-fp8", {[](Job& j) {
-         j.model.fp4 = "e2m1";
-         j.model.fp8 = "hybrid";
+         j.model.fp4 = model::Fp4Format::kE2m1;
+         j.model.fp8 = model::Fp8Format::kHybrid;
        }}},
       {"precision.ce-fusion-te", {[](Job& j) {
          j.model.cross_entropy_loss_fusion = true;
@@ -265,7 +266,7 @@ const std::map<std::string, FailingCase>& Cases() {
        }}},
       {"optimizer.precision-aware-adam", {[](Job& j) {
          j.optimizer.use_precision_aware_optimizer = true;
-         j.optimizer.optimizer = "sgd";
+         j.optimizer.optimizer = Optimizer::kSgd;
        }}},
       {"optimizer.state-dtypes", {[](Job& j) { j.optimizer.exp_avg_dtype = Dtype::kBf16; }}},
       {"optimizer.cpu-offload", {[](Job& j) { j.optimizer.optimizer_cpu_offload = true; }}},
@@ -337,8 +338,6 @@ const std::map<std::string, FailingCase>& Cases() {
       {"ddp.overlap-param-gather-grad-reduce", {[](Job& j) { j.ddp.overlap_param_gather = true; }}},
       {"ddp.dist-opt-instances", {[](Job& j) { j.ddp.num_distributed_optimizer_instances = 3; }}},
       {"fsdp.shard-degree", {[](Job& j) { j.memtune.fsdp2.shard_degree = 3; }, true}},
-      {"fsdp.activation-checkpoint",
-       {[](Job& j) { j.memtune.fsdp2.activation_checkpoint = "op"; }, true}},
       {"fsdp.compile-loss", {[](Job& j) { j.memtune.fsdp2.compile_loss = true; }, true}},
       {"fsdp.megatron-levers-ignored", {[](Job& j) { j.model.cpu_offloading = true; }, true}},
   };
@@ -349,7 +348,7 @@ TEST(CheckRulesTest, Fsdp2WarnsThatPeftAndMegatronFp8AreIgnored) {
   // peft: lora and an fp8 mixed-precision preset left an fsdp2 estimate unchanged, silently.
   Job job = BaseFsdp2Job();
   job.peft = PeftConfig{};
-  job.model.fp8 = "hybrid";
+  job.model.fp8 = model::Fp8Format::kHybrid;
   const std::vector<Finding> findings = CheckJob(job);
   ASSERT_EQ(Ids(findings), std::vector<std::string>{"fsdp.megatron-levers-ignored"});
   EXPECT_EQ(findings[0].fields, (std::vector<std::pair<std::string, std::string>>{
@@ -366,7 +365,7 @@ TEST(CheckRulesTest, BaseJobsPassEveryRule) {
 TEST(CheckRulesTest, UnfusedScoresWarnFrom256MiB) {
   auto fires = [](std::int64_t seq) {
     Job job = BaseJob();
-    job.model.attention_backend = "unfused";
+    job.model.attention_backend = model::AttentionBackend::kUnfused;
     job.model.seq_length = seq;
     const auto ids = Ids(CheckJob(job));
     return std::find(ids.begin(), ids.end(), "attention.unfused-scores") != ids.end();

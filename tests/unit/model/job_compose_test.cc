@@ -39,8 +39,8 @@ TEST(JobComposeTest, OverridesWinInOrder) {
 TEST(JobComposeTest, SettingAFieldOfAPresetKeepsThePreset) {
   auto doc = Compose({{"mixed_precision.first_last_layers_bf16", "false", "--set"}});
   ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
-  EXPECT_EQ(doc->job.model.fp8, "hybrid");
-  EXPECT_EQ(doc->job.model.fp8_recipe, "tensorwise");
+  EXPECT_EQ(doc->job.model.fp8, model::Fp8Format::kHybrid);
+  EXPECT_EQ(doc->job.model.fp8_recipe, model::Fp8Recipe::kTensorwise);
   EXPECT_FALSE(doc->job.model.first_last_layers_bf16);
   EXPECT_EQ(doc->job.mixed_precision, "custom");
 }

@@ -99,8 +99,8 @@ TEST(JobDataTest, ExampleIsTheSeedCase) {
   EXPECT_EQ(job.model.virtual_pipeline_model_parallel_size, 5);
   EXPECT_EQ(job.model.seq_length, 4096);
   EXPECT_EQ(job.model.recompute_granularity, RecomputeGranularity::kSelective);
-  EXPECT_EQ(job.model.fp8, "hybrid");
-  EXPECT_EQ(job.model.fp8_recipe, "tensorwise");
+  EXPECT_EQ(job.model.fp8, model::Fp8Format::kHybrid);
+  EXPECT_EQ(job.model.fp8_recipe, model::Fp8Recipe::kTensorwise);
   EXPECT_TRUE(job.model.fp8_param_gather);
   EXPECT_FALSE(job.model.first_last_layers_bf16);
   EXPECT_FALSE(job.ddp.grad_reduce_in_fp32);

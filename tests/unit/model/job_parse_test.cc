@@ -62,7 +62,7 @@ TEST(JobParseTest, ReadsYamlSections) {
   EXPECT_TRUE(job.model.sequence_parallel);
   EXPECT_EQ(job.train.micro_batch_size, 2);
   EXPECT_EQ(job.train.global_batch_size, 64);
-  EXPECT_EQ(job.optimizer.optimizer, "sgd");
+  EXPECT_EQ(job.optimizer.optimizer, model::Optimizer::kSgd);
   EXPECT_TRUE(job.ddp.grad_reduce_in_fp32);
   EXPECT_EQ(job.memtune.world_size, 16);
   EXPECT_EQ(job.memtune.gpu, "h100-sxm-80gb");
@@ -240,6 +240,13 @@ TEST(JobParseTest, EnumsListTheAllowedValuesWithDidYouMean) {
   EXPECT_EQ(Line(ParseError("memtune: {framework: fsdp}\n")),
             "memtune.framework = 'fsdp' is not a known value; did you mean 'fsdp2'? allowed: "
             "megatron, fsdp2");
+  EXPECT_EQ(Line(ParseError("memtune: {framework: fsdp2, fsdp2: {activation_checkpoint: "
+                            "sometimes}}\n")),
+            "memtune.fsdp2.activation_checkpoint = 'sometimes' is not a known value; allowed: "
+            "none, selective_op, selective_layer, full");
+  EXPECT_EQ(Line(ParseError("model: {attention_backend: flsh}\n")),
+            "model.attention_backend = 'flsh' is not a known value; did you mean 'flash'? "
+            "allowed: auto, flash, fused, unfused, local");
   EXPECT_EQ(Line(ParseError("optimizer: {optimizer: adamw}\n")),
             "optimizer.optimizer = 'adamw' is not a known value; did you mean 'adam'? allowed: "
             "adam, sgd");
@@ -281,7 +288,7 @@ TEST(JobParseTest, BridgeObjectFormsAreAccepted) {
   EXPECT_EQ(doc.job.model.activation_func, "silu");
   EXPECT_THAT(doc.job.model.cuda_graph_scope, ElementsAre("mlp"));
   ASSERT_TRUE(doc.job.peft.has_value());
-  EXPECT_EQ(doc.job.peft->method, "dora");
+  EXPECT_EQ(doc.job.peft->method, model::PeftMethod::kDora);
   EXPECT_EQ(doc.job.peft->dim, 16);
   EXPECT_EQ(doc.job.peft->alpha, 64);  // DoRA's default, not LoRA's 32
 }
@@ -295,7 +302,7 @@ TEST(JobParseTest, NullMeansDefaultAndOptionalNullMeansNone) {
                                 "train: {micro_batch_size: null}\n");
   EXPECT_EQ(doc.job.model.num_query_groups, 32);
   EXPECT_FALSE(doc.job.model.num_moe_experts.has_value());
-  EXPECT_EQ(doc.job.model.fp8, "");
+  EXPECT_EQ(doc.job.model.fp8, model::Fp8Format::kNone);
   EXPECT_EQ(doc.job.model.recompute_granularity, RecomputeGranularity::kNone);
   EXPECT_EQ(doc.job.train.micro_batch_size, 1);
 }
@@ -412,7 +419,7 @@ TEST(JobParseTest, GpuMemorySizeStringsKeepTheIntegerRange) {
 TEST(JobParseTest, PeftShorthandAndUnsupportedMethod) {
   const JobDocument doc = Parse(std::string(kArch) + "peft: lora\n");
   ASSERT_TRUE(doc.job.peft.has_value());
-  EXPECT_EQ(doc.job.peft->method, "lora");
+  EXPECT_EQ(doc.job.peft->method, model::PeftMethod::kLora);
   EXPECT_EQ(doc.job.peft->alpha, 32);
   EXPECT_THAT(doc.job.peft->target_modules,
               ElementsAre("linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"));

@@ -73,14 +73,14 @@ TEST_P(PresetTest, SetsModelOptimizerAndDdp) {
   EXPECT_EQ(job.model.params_dtype, c.params);
   EXPECT_EQ(job.model.pipeline_dtype, c.params);
   EXPECT_EQ(job.ddp.grad_reduce_in_fp32, c.grad_reduce_in_fp32);
-  EXPECT_EQ(job.model.fp8, c.fp8);
-  EXPECT_EQ(job.model.fp8_recipe, c.fp8_recipe);
+  EXPECT_STREQ(NameOf(job.model.fp8), c.fp8);
+  EXPECT_STREQ(NameOf(job.model.fp8_recipe), c.fp8_recipe);
   EXPECT_EQ(job.model.fp8_param, c.fp8_param);
   EXPECT_EQ(job.model.fp8_param_gather, c.fp8_param);
   EXPECT_EQ(job.model.first_last_layers_bf16, c.first_last_bf16);
   EXPECT_EQ(job.model.num_layers_at_start_in_bf16, c.start_bf16);
   EXPECT_EQ(job.model.num_layers_at_end_in_bf16, c.end_bf16);
-  EXPECT_EQ(job.model.fp4, c.fp4);
+  EXPECT_STREQ(NameOf(job.model.fp4), c.fp4);
   EXPECT_EQ(job.model.fp4_param, c.fp4_param);
   EXPECT_EQ(job.ddp.reuse_grad_buf_for_mxfp8_param_ag, c.reuse_grad_buf);
   EXPECT_THAT(Warnings(doc), IsEmpty());
@@ -167,8 +167,8 @@ TEST(MixedPrecisionTest, MappingStartsFromMixedPrecisionConfigDefaults) {
   EXPECT_EQ(job.model.params_dtype, Dtype::kBf16);
   EXPECT_EQ(job.model.pipeline_dtype, Dtype::kBf16);  // None -> params dtype
   EXPECT_TRUE(job.ddp.grad_reduce_in_fp32);           // MixedPrecisionConfig default
-  EXPECT_EQ(job.model.fp8, "");                       // fp8 None overwrites the model's
-  EXPECT_EQ(job.model.fp8_recipe, "delayed");
+  EXPECT_EQ(job.model.fp8, model::Fp8Format::kNone);  // fp8 None overwrites the model's
+  EXPECT_EQ(job.model.fp8_recipe, model::Fp8Recipe::kDelayed);
 }
 
 TEST(MixedPrecisionTest, MappingWithPresetChangesSomeFields) {
@@ -176,8 +176,8 @@ TEST(MixedPrecisionTest, MappingWithPresetChangesSomeFields) {
       "mixed_precision: {preset: bf16_with_fp8_current_scaling_mixed,\n"
       "                  first_last_layers_bf16: false, grad_reduce_in_fp32: false}\n");
   EXPECT_EQ(doc.job.mixed_precision, "custom");
-  EXPECT_EQ(doc.job.model.fp8, "hybrid");
-  EXPECT_EQ(doc.job.model.fp8_recipe, "tensorwise");
+  EXPECT_EQ(doc.job.model.fp8, model::Fp8Format::kHybrid);
+  EXPECT_EQ(doc.job.model.fp8_recipe, model::Fp8Recipe::kTensorwise);
   EXPECT_TRUE(doc.job.model.fp8_param);
   EXPECT_FALSE(doc.job.model.first_last_layers_bf16);
   EXPECT_FALSE(doc.job.ddp.grad_reduce_in_fp32);

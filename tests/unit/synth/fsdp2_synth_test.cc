@@ -54,33 +54,40 @@ TEST(Fsdp2SynthVariantsTest, TracePeakEqualsTheEstimateWhereverThePeakFalls) {
   const Variant variants[] = {
       {"long sequence", [](model::Job& j) { j.model.seq_length = 2048; }},
       {"accumulation", [](model::Job& j) { j.train.global_batch_size = 8; }},
-      {"tp2", [](model::Job& j) {
+      {"tp2",
+       [](model::Job& j) {
          j.model.tensor_model_parallel_size = 2;
          j.memtune.world_size = 4;
        }},
-      {"no reshard, no AC", [](model::Job& j) {
+      {"no reshard, no AC",
+       [](model::Job& j) {
          j.memtune.fsdp2.reshard_after_forward = false;
-         j.memtune.fsdp2.activation_checkpoint = "none";
+         j.memtune.fsdp2.activation_checkpoint = model::Fsdp2Checkpoint::kNone;
        }},
-      {"5 layers, selective_layer", [](model::Job& j) {
+      {"5 layers, selective_layer",
+       [](model::Job& j) {
          j.model.num_layers = 5;
-         j.memtune.fsdp2.activation_checkpoint = "selective_layer";
+         j.memtune.fsdp2.activation_checkpoint = model::Fsdp2Checkpoint::kSelectiveLayer;
        }},
-      {"compile, selective_op", [](model::Job& j) {
+      {"compile, selective_op",
+       [](model::Job& j) {
          j.memtune.fsdp2.compile = true;
-         j.memtune.fsdp2.activation_checkpoint = "selective_op";
+         j.memtune.fsdp2.activation_checkpoint = model::Fsdp2Checkpoint::kSelectiveOp;
        }},
-      {"compiled loss", [](model::Job& j) {
+      {"compiled loss",
+       [](model::Job& j) {
          j.memtune.fsdp2.compile = true;
          j.memtune.fsdp2.compile_loss = true;
        }},
-      {"compiled loss, long sequence, large vocabulary", [](model::Job& j) {
+      {"compiled loss, long sequence, large vocabulary",
+       [](model::Job& j) {
          j.memtune.fsdp2.compile = true;
          j.memtune.fsdp2.compile_loss = true;
          j.model.seq_length = 2048;
          j.model.vocab_size = 4096;
        }},
-      {"compiled loss, tp2", [](model::Job& j) {
+      {"compiled loss, tp2",
+       [](model::Job& j) {
          j.memtune.fsdp2.compile = true;
          j.memtune.fsdp2.compile_loss = true;
          j.model.tensor_model_parallel_size = 2;
@@ -94,7 +101,8 @@ TEST(Fsdp2SynthVariantsTest, TracePeakEqualsTheEstimateWhereverThePeakFalls) {
     Recorder rec = Record(job, 2);
     auto e = estimate::EstimateMemory(job);
     ASSERT_TRUE(e) << v.name << ": " << e.error().message;
-    EXPECT_EQ(rec.peak_bytes, e->peak_allocated_bytes) << v.name << " at " << FormatLabel(rec.peak_label);
+    EXPECT_EQ(rec.peak_bytes, e->peak_allocated_bytes)
+        << v.name << " at " << FormatLabel(rec.peak_label);
   }
 }
 
@@ -107,7 +115,8 @@ TEST(Fsdp2SynthReshardTest, WithoutReshardAfterForwardTheTraceStillMatchesTheEst
   EXPECT_EQ(rec.peak_bytes, e->peak_allocated_bytes) << FormatLabel(rec.peak_label);
   int gathers = 0;
   for (const auto& ev : rec.events) {
-    gathers += ev.op == EventOp::kAlloc && std::string_view(ev.label.tensor) == "fsdp.all_gather_output";
+    gathers +=
+        ev.op == EventOp::kAlloc && std::string_view(ev.label.tensor) == "fsdp.all_gather_output";
   }
   EXPECT_EQ(gathers, 2 * 3);  // root and both blocks, once per iteration
 }
@@ -170,8 +179,8 @@ TEST(Fsdp2SynthStreamsTest, OneBlockAllGatherThenReduceScatterInOrder) {
   }
   ASSERT_EQ(first.size(), 11u);
   EXPECT_EQ(first[0], "alloc fsdp.all_gather_output 73984");
-  EXPECT_EQ(first[1], "alloc fsdp.unsharded_param 128");    // attention_norm, 64 bf16
-  EXPECT_EQ(first[2], "alloc fsdp.unsharded_param 8192");   // wq 64x64
+  EXPECT_EQ(first[1], "alloc fsdp.unsharded_param 128");   // attention_norm, 64 bf16
+  EXPECT_EQ(first[2], "alloc fsdp.unsharded_param 8192");  // wq 64x64
   EXPECT_EQ(first[10], "free fsdp.all_gather_output");
   // Block 1's backward ends: fp32 reduce-scatter input (4 * 2 * 18,496), the unsharded
   // gradients released, the fp32 shard (4 * 18,496) on the reduce-scatter stream.

@@ -199,10 +199,12 @@ TEST(SynthTest, InvariantsLora) {
 }
 
 TEST(SynthTest, InvariantsUnfusedAttention) {
-  for (const char* impl : {"unfused", "local"}) {
+  for (const model::AttentionBackend impl :
+       {model::AttentionBackend::kUnfused, model::AttentionBackend::kLocal}) {
     auto job = Llama70BJob();
     job.model.attention_backend = impl;
-    if (std::string(impl) == "local") job.model.transformer_impl = "local";
+    if (impl == model::AttentionBackend::kLocal)
+      job.model.transformer_impl = model::TransformerImpl::kLocal;
     CheckInvariants(job);
     // The scores' forward transients can lift the trace above the estimator by at most one
     // score-sized tensor (docs/estimator.md, relationship 4).
@@ -211,8 +213,8 @@ TEST(SynthTest, InvariantsUnfusedAttention) {
     const Recorder rec = Record(job, 0);
     const auto ctx = tensors::MakeActContext(job);
     const std::int64_t scores = 2 * ctx.heads_per_rank * ctx.seq_k * ctx.tokens;
-    EXPECT_LE(rec.peak_bytes, e->ranks[0].allocated_bytes + scores) << impl;
-    EXPECT_GE(rec.peak_bytes, e->ranks[0].allocated_bytes - scores) << impl;
+    EXPECT_LE(rec.peak_bytes, e->ranks[0].allocated_bytes + scores) << model::NameOf(impl);
+    EXPECT_GE(rec.peak_bytes, e->ranks[0].allocated_bytes - scores) << model::NameOf(impl);
   }
 }
 

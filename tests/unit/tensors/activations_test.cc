@@ -56,7 +56,7 @@ TEST(ActivationsTest, WhatKeepsTheQkvOutputAlive) {
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * 16 * 4);  // TE copies
   // MCore's local attention (no GQA) saves q, k, v as given: rotated q, k and the v view.
   job = TinyJob();
-  job.model.transformer_impl = "local";
+  job.model.transformer_impl = model::TransformerImpl::kLocal;
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 320);
 }
 
@@ -79,8 +79,8 @@ TEST(ActivationsTest, LayernormRecomputeIsANoOpForFusedDenseNorms) {
 
 TEST(ActivationsTest, Fp8SavesGemmInputsInOneByte) {
   auto job = TinyJob();
-  job.model.fp8 = "hybrid";
-  job.model.fp8_recipe = "tensorwise";
+  job.model.fp8 = model::Fp8Format::kHybrid;
+  job.model.fp8_recipe = model::Fp8Recipe::kTensorwise;
   const auto ctx = MakeActContext(job);
   const auto a = LayerActivations(ctx, false, true);
   EXPECT_EQ(a[kLn1Output], 32);
@@ -93,8 +93,8 @@ TEST(ActivationsTest, Fp8SavesGemmInputsInOneByte) {
 
 TEST(ActivationsTest, DelayedScalingProjKeepsFp8CopyToo) {
   auto job = TinyJob();
-  job.model.fp8 = "hybrid";
-  job.model.fp8_recipe = "delayed";
+  job.model.fp8 = model::Fp8Format::kHybrid;
+  job.model.fp8_recipe = model::Fp8Recipe::kDelayed;
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnOut], 64 + 32);
 }
 
@@ -146,8 +146,8 @@ TEST(ActivationsTest, LoraUnderSpKeepsTheGatheredCopyBesideTesShardUnlessRegathe
   EXPECT_EQ(a[kLn1Output], 32);  // LoRA-A keeps this very shard
   EXPECT_EQ(a[kLoraInput], 0);
   // fp8: TE keeps its fp8 shard, LoRA-A the bf16 one it was handed.
-  job.model.fp8 = "hybrid";
-  job.model.fp8_recipe = "tensorwise";
+  job.model.fp8 = model::Fp8Format::kHybrid;
+  job.model.fp8_recipe = model::Fp8Recipe::kTensorwise;
   a = LayerActivations(MakeActContext(job), false, true);
   EXPECT_EQ(a[kLn1Output], 16);
   EXPECT_EQ(a[kLoraInput], 32);
@@ -181,7 +181,7 @@ TEST(ActivationsTest, CheckpointInputAndWorkspace) {
 
 // Unfused attention on TinyJob with 64 tokens and MBS 2 (128 tokens per micro-batch; two
 // heads, so 2 x 64 = 128 attention scores per token).
-model::Job UnfusedJob(const char* backend) {
+model::Job UnfusedJob(model::AttentionBackend backend) {
   auto job = TinyJob();
   job.model.seq_length = 64;
   job.train.micro_batch_size = 2;
@@ -193,7 +193,8 @@ model::Job UnfusedJob(const char* backend) {
 TEST(ActivationsTest, UnfusedTeAttentionKeepsTheBf16SoftmaxWhenItsKernelRuns) {
   // TE softmax.py is_kernel_available: 16 < sk < 16384, sk % 8, sq % 4, b * np % 4 and
   // sq % batch_per_block (8 for sk = 64) all hold, so the fused kernel saves its bf16 output.
-  const auto a = LayerActivations(MakeActContext(UnfusedJob("unfused")), false, true);
+  const auto a =
+      LayerActivations(MakeActContext(UnfusedJob(model::AttentionBackend::kUnfused)), false, true);
   EXPECT_EQ(a[kAttnProbs], 2 * 128 * 128);
   EXPECT_EQ(a[kAttnProbsDropout], 0);
   EXPECT_EQ(a[kAttnSoftmaxStats], 0);
@@ -201,7 +202,8 @@ TEST(ActivationsTest, UnfusedTeAttentionKeepsTheBf16SoftmaxWhenItsKernelRuns) {
 }
 
 TEST(ActivationsTest, FusedAttentionKeepsNoScores) {
-  const auto a = LayerActivations(MakeActContext(UnfusedJob("flash")), false, true);
+  const auto a =
+      LayerActivations(MakeActContext(UnfusedJob(model::AttentionBackend::kFlash)), false, true);
   EXPECT_EQ(a[kAttnProbs], 0);
   EXPECT_EQ(a[kAttnSoftmaxStats], 8 * 128);
 }
@@ -209,8 +211,8 @@ TEST(ActivationsTest, FusedAttentionKeepsNoScores) {
 TEST(ActivationsTest, LocalAttentionFallsBackToTheTorchSoftmax) {
   // MCore fused_softmax.py (causal): b * np = 4 is not a multiple of batch_per_block 8, so
   // the torch softmax runs; with softmax_in_fp32 it keeps the fp32 softmax and a bf16 copy.
-  auto job = UnfusedJob("auto");
-  job.model.transformer_impl = "local";
+  auto job = UnfusedJob(model::AttentionBackend::kAuto);
+  job.model.transformer_impl = model::TransformerImpl::kLocal;
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnProbs], 2 * 128 * 128);
   job.model.attention_softmax_in_fp32 = true;
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnProbs], 6 * 128 * 128);
@@ -221,7 +223,7 @@ TEST(ActivationsTest, LocalAttentionFallsBackToTheTorchSoftmax) {
 }
 
 TEST(ActivationsTest, LongSequencesTakeTheTorchSoftmaxInTe) {
-  auto job = UnfusedJob("unfused");
+  auto job = UnfusedJob(model::AttentionBackend::kUnfused);
   job.model.seq_length = 16384;  // sk < 16384 fails
   job.train.micro_batch_size = 2;
   const auto ctx = MakeActContext(job);
@@ -229,7 +231,7 @@ TEST(ActivationsTest, LongSequencesTakeTheTorchSoftmaxInTe) {
 }
 
 TEST(ActivationsTest, UnfusedGqaKeepsRepeatedKeysAndValues) {
-  auto job = UnfusedJob("unfused");
+  auto job = UnfusedJob(model::AttentionBackend::kUnfused);
   job.model.num_query_groups = 1;  // q 8 per token; k, v repeated to both heads
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkv], 2 * 3 * 8 * 128);
   job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
@@ -240,7 +242,7 @@ TEST(ActivationsTest, UnfusedGqaKeepsRepeatedKeysAndValues) {
 }
 
 TEST(ActivationsTest, UnfusedAttentionBackwardCanOutgrowTheMlpWorkingSet) {
-  auto job = UnfusedJob("unfused");
+  auto job = UnfusedJob(model::AttentionBackend::kUnfused);
   job.model.seq_length = 1024;
   const auto ctx = MakeActContext(job);
   const auto attn = LayerAttentionBackwardTransients(ctx, true);

@@ -62,18 +62,20 @@ TEST(LayerWalkTest, MoeAndSelectiveRecomputeBackwardPeak) {
 // Unfused attention: the closed form counts the score-sized gradients on top of every saved
 // tensor, an upper bound; the walk frees the MLP's saved tensors before them.
 TEST(LayerWalkTest, UnfusedAttentionBackwardPeakIsBoundedByTheClosedForm) {
-  for (const char* impl : {"unfused", "local"}) {
+  for (const model::AttentionBackend impl :
+       {model::AttentionBackend::kUnfused, model::AttentionBackend::kLocal}) {
     auto job = Llama70BJob();
     job.model.attention_backend = impl;
-    if (std::string(impl) == "local") job.model.transformer_impl = "local";
+    if (impl == model::AttentionBackend::kLocal)
+      job.model.transformer_impl = model::TransformerImpl::kLocal;
     const ActContext ctx = MakeActContext(job);
     const LayerShape shape{ctx.hid_div > 1,
                            ctx.act_bytes * (job.model.hidden_size / ctx.hid_div) * ctx.tokens};
     const LayerSizes z = MakeLayerSizes(ctx, false, true);
     const std::int64_t closed = SumBytes(z.kept) + LayerBackwardWorkspace(ctx, false, true, z.kept);
     const std::int64_t walk = WalkLayerBackwardPeak(z, shape);
-    EXPECT_LE(walk, closed) << impl;
-    EXPECT_GE(walk, SumBytes(z.kept)) << impl;
+    EXPECT_LE(walk, closed) << model::NameOf(impl);
+    EXPECT_GE(walk, SumBytes(z.kept)) << model::NameOf(impl);
   }
 }
 

@@ -65,8 +65,8 @@ TEST(ModelStateTest, DistributedOptimizerShardsOverDataAndContextParallel) {
 
 TEST(ModelStateTest, Fp8ParamsStoreLinearWeightsInOneByteWithHopperTranspose) {
   auto job = TinyJob();
-  job.model.fp8 = "hybrid";
-  job.model.fp8_recipe = "tensorwise";
+  job.model.fp8 = model::Fp8Format::kHybrid;
+  job.model.fp8_recipe = model::Fp8Recipe::kTensorwise;
   job.model.fp8_param = job.model.fp8_param_gather = true;
   const auto s = StateOf(job);
   // Linear weights per layer: qkv 8x24 + proj 8x8 + fc1 8x32 + fc2 16x8 = 640; 2 layers.
@@ -78,7 +78,7 @@ TEST(ModelStateTest, Fp8ParamsStoreLinearWeightsInOneByteWithHopperTranspose) {
 
 TEST(ModelStateTest, Fp8WithoutFp8ParamsCachesQuantizedWeights) {
   auto job = TinyJob();
-  job.model.fp8 = "hybrid";
+  job.model.fp8 = model::Fp8Format::kHybrid;
   const auto s = StateOf(job);
   EXPECT_EQ(s.params_fp8, 0);
   EXPECT_EQ(s.fp8_transpose, 2 * 1280);
@@ -91,7 +91,7 @@ TEST(ModelStateTest, PrecisionAwareOptimizerDtypesAndSgd) {
   job.optimizer.exp_avg_sq_dtype = model::Dtype::kBf16;
   EXPECT_EQ(StateOf(job).exp_avg, 2 * Params(job));
   job = TinyJob();
-  job.optimizer.optimizer = "sgd";
+  job.optimizer.optimizer = model::Optimizer::kSgd;
   const auto s = StateOf(job);
   EXPECT_EQ(s.exp_avg + s.exp_avg_sq, 0);
   EXPECT_EQ(s.main_params, 4 * Params(job));
@@ -120,13 +120,13 @@ TEST(ModelStateTest, MegatronFsdpStrategiesShardMoreState) {
   auto job = TinyJob();
   job.memtune.world_size = 4;
   job.ddp.use_megatron_fsdp = true;
-  job.ddp.data_parallel_sharding_strategy = "optim";
+  job.ddp.data_parallel_sharding_strategy = model::ShardingStrategy::kOptim;
   auto s = StateOf(job);
   EXPECT_EQ(s.grads, 4 * Params(job));
   EXPECT_EQ(s.main_params, Params(job));
-  job.ddp.data_parallel_sharding_strategy = "optim_grads";
+  job.ddp.data_parallel_sharding_strategy = model::ShardingStrategy::kOptimGrads;
   EXPECT_EQ(StateOf(job).grads, Params(job));
-  job.ddp.data_parallel_sharding_strategy = "optim_grads_params";
+  job.ddp.data_parallel_sharding_strategy = model::ShardingStrategy::kOptimGradsParams;
   s = StateOf(job);
   EXPECT_EQ(s.params_hp, 2 * Params(job) / 4);
   EXPECT_GT(s.fsdp_gather, 0);

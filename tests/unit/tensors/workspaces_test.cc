@@ -92,9 +92,9 @@ TEST(WorkspacesTest, WhichRanksHoldWhich) {
   EXPECT_EQ(w.te, 500);
   EXPECT_EQ(w.torch, 20);
   job = TinyJob();
-  job.model.attention_backend = "unfused";  // bmm in forward and backward
+  job.model.attention_backend = model::AttentionBackend::kUnfused;  // bmm in forward and backward
   EXPECT_EQ(Compute(job, {first}, dense).torch, 20);
-  job.model.transformer_impl = "local";  // no TE modules at all
+  job.model.transformer_impl = model::TransformerImpl::kLocal;  // no TE modules at all
   w = Compute(job, {first}, dense);
   EXPECT_EQ(w.te, 0);
   EXPECT_EQ(w.torch, 20);
@@ -112,7 +112,8 @@ TEST(WorkspacesTest, OutputGatherBufferIsKeptOnTheLastStageWithSp) {
   job.model.sequence_parallel = true;
   EXPECT_EQ(Compute(job, {last}, {}).output_gather, 2 * 8 * 4);
   EXPECT_EQ(Compute(job, {first}, {}).output_gather, 0);
-  job.model.transformer_impl = "local";  // a 1000 B score buffer in the same global buffer
+  job.model.transformer_impl =
+      model::TransformerImpl::kLocal;  // a 1000 B score buffer in the same global buffer
   const auto w = Compute(job, {last}, {});
   EXPECT_EQ(w.attn_scores, 1000);
   EXPECT_EQ(w.output_gather, 0);
