@@ -15,13 +15,22 @@ namespace {
 
 using memtune::bench::SeedJob;
 
+// 512 MiB outside PyTorch from the start (the simulator's work does not depend on how the
+// memory outside PyTorch is made up).
+const memtune::nonpytorch::NonPytorchMemory& Outside512MiB() {
+  static const memtune::nonpytorch::NonPytorchMemory kOutside{
+      {{"cuda_context", "cuda_context", 536870912, 536870912, 536870912,
+        memtune::nonpytorch::Moment::kStartup, ""}}};
+  return kOutside;
+}
+
 // Plan + events of rank 0 (the busiest) straight into a native-mode simulator, 80 GB H100.
 void BM_SynthSimulateSeedCase(benchmark::State& state) {
   const memtune::model::Job job = SeedJob();
   auto config = memtune::alloc::ParseAllocatorConfig("");
   for (auto _ : state) {
     auto synth = memtune::synth::TraceSynthesizer::Create(job);
-    const auto run = memtune::synth::SimulateRank(*synth, 0, *config, 85520809984, 536870912);
+    const auto run = memtune::synth::SimulateRank(*synth, 0, *config, 85520809984, Outside512MiB());
     benchmark::DoNotOptimize(run.peak_reserved_bytes);
   }
 }
@@ -63,7 +72,8 @@ void BM_SynthSimulateFsdp2(benchmark::State& state) {
   std::int64_t events = 0;
   for (auto _ : state) {
     auto synth = memtune::synth::TraceSynthesizer::Create(doc->job);
-    const auto run = memtune::synth::SimulateRank(*synth, 0, *config, 103079215104, 536870912);
+    const auto run =
+        memtune::synth::SimulateRank(*synth, 0, *config, 103079215104, Outside512MiB());
     benchmark::DoNotOptimize(run.peak_reserved_bytes);
     struct Count : memtune::synth::EventSink {
       std::int64_t n = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "assess/advice.h"
+#include "assess/outside.h"
 #include "assess/verdict.h"
 #include "memtune/alloc/env_config.h"
 
@@ -14,13 +15,23 @@ namespace {
 // search range when that is wider, so a search takes at most about eight replays.
 constexpr std::int64_t kOomMarginResolutionBytes = std::int64_t{64} << 20;
 
-std::optional<AllocatedFit> FitOf(const estimate::Estimate& e) {
-  if (e.gpu_capacity_bytes <= 0) return std::nullopt;
-  AllocatedFit fit;
-  fit.usable_bytes = e.gpu_capacity_bytes - e.non_pytorch_bytes;
-  fit.headroom_bytes = fit.usable_bytes - e.peak_allocated_bytes;
-  fit.fits = fit.headroom_bytes >= 0;
-  return fit;
+// The rank with the least headroom decides; the compatibility modes' one rank class
+// carries upstream's total.
+std::optional<AllocatedFit> FitOf(const estimate::Estimate& e,
+                                  const std::vector<nonpytorch::NonPytorchMemory>& outside) {
+  if (e.gpu_capacity_bytes <= 0 || e.ranks.empty()) return std::nullopt;
+  std::optional<AllocatedFit> best;
+  for (std::size_t i = 0; i < e.ranks.size(); ++i) {
+    AllocatedFit fit;
+    fit.pp_rank = e.ranks[i].pp_rank;
+    fit.usable_bytes = e.gpu_capacity_bytes - outside[i].TotalBytes();
+    const std::int64_t allocated =
+        e.mode == estimate::Mode::kAccurate ? e.ranks[i].allocated_bytes : e.peak_allocated_bytes;
+    fit.headroom_bytes = fit.usable_bytes - allocated;
+    fit.fits = fit.headroom_bytes >= 0;
+    if (!best || fit.headroom_bytes < best->headroom_bytes) best = fit;
+  }
+  return best;
 }
 
 Status CheckOptions(const AssessOptions& o) {
@@ -52,9 +63,11 @@ Status RefineOomMargins(const model::Job& job, const synth::ForecastOptions& fo,
     const std::int64_t unlimited_need = fo.capacity_bytes - v.margin_bytes;  // with non-PyTorch
     const std::int64_t resolution =
         std::max(kOomMarginResolutionBytes, (unlimited_need - fo.capacity_bytes) / 256);
-    const std::int64_t fitting =
-        synth::SmallestFittingCapacity(synth, v.pp_rank, config, fo.non_pytorch_bytes,
-                                       fo.capacity_bytes, unlimited_need, resolution);
+    const std::size_t r = static_cast<std::size_t>(v.pp_rank);
+    const nonpytorch::NonPytorchMemory none;
+    const std::int64_t fitting = synth::SmallestFittingCapacity(
+        synth, v.pp_rank, config, r < fo.non_pytorch.size() ? fo.non_pytorch[r] : none,
+        fo.capacity_bytes, unlimited_need, resolution);
     v.margin_bytes = fo.capacity_bytes - fitting;
   }
   return OkStatus();
@@ -73,13 +86,14 @@ Result<Assessment> AssessJob(const model::Job& job, const AssessOptions& options
   MEMTUNE_RETURN_IF_ERROR(CheckOptions(options));
   Assessment a;
   MEMTUNE_TRY(a.estimate, estimate::EstimateMemory(job, options.estimate));
-  a.allocated_fit = FitOf(a.estimate);
+  MEMTUNE_TRY(a.non_pytorch, internal::OutsideMemory(job, a.estimate));
+  a.allocated_fit = FitOf(a.estimate, a.non_pytorch);
   if (options.estimate.mode != estimate::Mode::kAccurate || !options.simulate_allocator) return a;
   synth::ForecastOptions fo;
   fo.synth.iterations = options.iterations;
   fo.synth.num_microbatches = options.estimate.num_microbatches;
   fo.capacity_bytes = a.estimate.gpu_capacity_bytes;
-  fo.non_pytorch_bytes = a.estimate.non_pytorch_bytes;
+  fo.non_pytorch = a.non_pytorch;  // accurate mode: one per pipeline rank, in order
   fo.torch_version = options.torch_version;
   auto forecast = synth::ForecastJob(job, fo);
   if (!forecast) {
@@ -90,7 +104,7 @@ Result<Assessment> AssessJob(const model::Job& job, const AssessOptions& options
     return a;
   }
   a.forecast = std::move(*forecast);
-  a.verdicts = internal::DecideVerdicts(*a.forecast, options.reserved_uncertainty);
+  a.verdicts = internal::DecideVerdicts(*a.forecast, a.non_pytorch, options.reserved_uncertainty);
   MEMTUNE_RETURN_IF_ERROR(RefineOomMargins(job, fo, a.verdicts));
   a.advice = internal::DecideAdvice(a);
   return a;

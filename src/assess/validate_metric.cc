@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "assess/outside.h"
 #include "memtune/synth/forecast.h"
 
 namespace memtune::assess::internal {
@@ -15,13 +16,19 @@ Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job,
                                                      int after_iterations) {
   synth::ForecastOptions options;
   options.capacity_bytes = e.gpu_capacity_bytes;
-  options.non_pytorch_bytes = e.non_pytorch_bytes;
+  if (e.mode == estimate::Mode::kAccurate) {
+    MEMTUNE_TRY(options.non_pytorch, OutsideMemory(job, e));
+  }
   options.synth.iterations =
       std::clamp(after_iterations, options.synth.iterations, kMaxReplayedIterations);
   MEMTUNE_TRY(const auto synth, synth::TraceSynthesizer::Create(job, options.synth));
   MEMTUNE_TRY(const synth::JobAllocator allocator, synth::JobAllocatorConfig(job, options));
   const bool allocated = metric == "max_allocated";
-  const std::int64_t extra = metric == "device_used" ? e.non_pytorch_bytes : 0;
+  const nonpytorch::NonPytorchMemory none;
+  auto outside = [&](int pp_rank) -> const nonpytorch::NonPytorchMemory& {
+    const auto r = static_cast<std::size_t>(pp_rank);
+    return r < options.non_pytorch.size() ? options.non_pytorch[r] : none;
+  };
   // The whole run's peak, or the peak through iteration `after_iterations` (reserved and
   // active stop at an OOM, and then the run never printed that report: the run's peak so far
   // is used).
@@ -30,13 +37,13 @@ Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job,
     return v[std::min<std::size_t>(static_cast<std::size_t>(after_iterations), v.size()) - 1];
   };
   auto value = [&](int pp_rank) -> std::int64_t {
-    const synth::AllocatorRun run = synth::SimulateRank(synth, pp_rank, allocator.config,
-                                                        allocated ? 0 : options.capacity_bytes,
-                                                        allocated ? 0 : options.non_pytorch_bytes);
+    const synth::AllocatorRun run = synth::SimulateRank(
+        synth, pp_rank, allocator.config, allocated ? 0 : options.capacity_bytes, outside(pp_rank));
     if (allocated)
       return through(run.peak_allocated_through_iteration_bytes, run.peak_allocated_bytes);
     if (metric == "peak_active")
       return through(run.peak_active_through_iteration_bytes, run.peak_active_bytes);
+    const std::int64_t extra = metric == "device_used" ? outside(pp_rank).TotalBytes() : 0;
     return through(run.peak_reserved_through_iteration_bytes, run.peak_reserved_bytes) + extra;
   };
   const int last = synth.num_stages() - 1;

@@ -36,25 +36,34 @@ bool Worse(VerdictState a, std::int64_t margin_a, VerdictState b, std::int64_t m
   return margin_a < margin_b;
 }
 
-ModeVerdict Decide(const synth::Forecast& f, bool own, double uncertainty) {
-  const std::int64_t usable = f.capacity_bytes - f.non_pytorch_bytes;
+ModeVerdict Decide(const synth::Forecast& f,
+                   const std::vector<nonpytorch::NonPytorchMemory>& non_pytorch, bool own,
+                   double uncertainty) {
   ModeVerdict v;
   bool first = true;
   for (const synth::StageForecast& s : f.stages) {
     const synth::AllocatorRun& run = own ? s.own : s.other;
     const std::int64_t need = run.unlimited_peak_reserved_bytes;
-    const std::int64_t margin = usable - need;
-    const auto band =
-        static_cast<std::int64_t>(std::llround(uncertainty * static_cast<double>(need)));
+    const std::int64_t margin = f.capacity_bytes - s.non_pytorch_bytes - need;
+    const double reserved_band = uncertainty * static_cast<double>(need);
+    const std::size_t r = static_cast<std::size_t>(s.pp_rank);
+    const double outside_band =
+        r < non_pytorch.size()
+            ? static_cast<double>(non_pytorch[r].HighBytes() - non_pytorch[r].TotalBytes())
+            : 0.0;
+    const auto band = static_cast<std::int64_t>(
+        std::llround(std::sqrt(reserved_band * reserved_band + outside_band * outside_band)));
     const VerdictState state = StateOf(run, margin, band);
     if (!first && !Worse(state, margin, v.state, v.margin_bytes)) continue;
     first = false;
     v.state = state;
     v.margin_bytes = margin;
     v.uncertainty_bytes = band;
+    v.non_pytorch_bytes = s.non_pytorch_bytes;
     v.pp_rank = s.pp_rank;
     v.moment = run.oom ? run.oom_event : run.peak_event;
     v.oom_message = run.oom ? run.oom_message : "";
+    v.oom_outside_part = run.oom ? run.oom_outside_part : "";
   }
   const synth::AllocatorRun& any = own ? f.stages.front().own : f.stages.front().other;
   v.mode = any.expandable_segments ? AllocatorMode::kExpandable : AllocatorMode::kNative;
@@ -65,11 +74,12 @@ ModeVerdict Decide(const synth::Forecast& f, bool own, double uncertainty) {
 
 }  // namespace
 
-std::vector<ModeVerdict> DecideVerdicts(const synth::Forecast& forecast,
-                                        double reserved_uncertainty) {
+std::vector<ModeVerdict> DecideVerdicts(
+    const synth::Forecast& forecast, const std::vector<nonpytorch::NonPytorchMemory>& non_pytorch,
+    double reserved_uncertainty) {
   if (forecast.capacity_bytes <= 0 || forecast.stages.empty()) return {};
-  return {Decide(forecast, true, reserved_uncertainty),
-          Decide(forecast, false, reserved_uncertainty)};
+  return {Decide(forecast, non_pytorch, true, reserved_uncertainty),
+          Decide(forecast, non_pytorch, false, reserved_uncertainty)};
 }
 
 }  // namespace internal

@@ -8,7 +8,9 @@
 namespace memtune::assess::internal {
 
 // The job's own mode first, then the other; empty when the capacity is unknown.
-std::vector<ModeVerdict> DecideVerdicts(const synth::Forecast& forecast,
-                                        double reserved_uncertainty);
+// `non_pytorch` holds each forecast stage's memory outside PyTorch ([pp_rank]).
+std::vector<ModeVerdict> DecideVerdicts(
+    const synth::Forecast& forecast, const std::vector<nonpytorch::NonPytorchMemory>& non_pytorch,
+    double reserved_uncertainty);
 
 }  // namespace memtune::assess::internal

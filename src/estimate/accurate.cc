@@ -121,13 +121,6 @@ void AddAssumptions(const model::Job& job, Estimate& e) {
         "CUDA graphs: the eager warm-up iterations set the allocated peak; "
         "graph pools add reserved, not allocated, memory");
   }
-  if (m.tp_comm_overlap) {
-    // TE initialize_ub / comm_gemm_overlap.cpp: register_user_buffer_collective allocates
-    // the userbuffers with cudaMalloc, outside PyTorch's allocator.
-    e.assumptions.push_back(
-        "tp_comm_overlap: Transformer Engine's userbuffers are allocated outside "
-        "PyTorch and are not in the non-PyTorch memory (only the CUDA context is)");
-  }
 }
 
 }  // namespace
@@ -136,7 +129,6 @@ Status FillGpuFacts(const model::Job& job, Estimate& e) {
   if (e.gpu_capacity_bytes > 0) return OkStatus();
   MEMTUNE_TRY(auto gpu, LookUpGpu(job));
   e.gpu_capacity_bytes = gpu.capacity_bytes;
-  e.non_pytorch_bytes = gpu.context_bytes;
   return OkStatus();
 }
 
@@ -153,7 +145,6 @@ Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& 
   Estimate e;
   e.mode = Mode::kAccurate;
   e.gpu_capacity_bytes = gpu.capacity_bytes;
-  e.non_pytorch_bytes = gpu.context_bytes;
   const ModelStateRules state_rules = MakeModelStateRules(job, gpu.fp8_transpose);
   e.ranks.resize(layout.pp_size);
   for (int r = 0; r < layout.pp_size; ++r) {

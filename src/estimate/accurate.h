@@ -12,7 +12,7 @@ namespace memtune::estimate::internal {
 // kInvalidConfig for an inconsistent pipeline layout; kNotFound for an unknown GPU.
 Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& options);
 
-// Fills gpu_capacity_bytes and non_pytorch_bytes from memtune.gpu / gpu_memory_bytes when
+// Fills gpu_capacity_bytes from memtune.gpu / gpu_memory_bytes when
 // the estimate has none (the compatibility modes). Errors: kNotFound for an unknown GPU.
 Status FillGpuFacts(const model::Job& job, Estimate& estimate);
 

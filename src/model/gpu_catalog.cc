@@ -25,6 +25,11 @@ GpuSpec ParseGpu(const YAML::Node& node, const std::string& context_source,
   gpu.total_memory_bytes = node["total_memory_bytes"].as<std::int64_t>();
   gpu.total_memory_basis = node["total_memory_basis"].as<std::string>();
   gpu.cuda_context_bytes = node["cuda_context_bytes"].as<std::int64_t>();
+  if (const YAML::Node reserve = node["driver_reserved_bytes"]) {
+    gpu.driver_reserved_bytes = reserve["central"].as<std::int64_t>();
+    gpu.driver_reserved_low_bytes = reserve["low"].as<std::int64_t>();
+    gpu.driver_reserved_high_bytes = reserve["high"].as<std::int64_t>();
+  }
   gpu.compute_capability = node["compute_capability"].as<std::string>();
   gpu.bf16_dense_tflops = node["bf16_dense_tflops"].as<double>();
   if (!node["fp8_dense_tflops"].IsNull())

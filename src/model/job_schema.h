@@ -79,7 +79,8 @@ const SectionSpec& OptimizerTable();
 const SectionSpec& DdpTable();
 const SectionSpec& DatasetTable();
 const SectionSpec& MemtuneTable();
-const SectionSpec& Fsdp2Table();  // memtune.fsdp2
+const SectionSpec& Fsdp2Table();     // memtune.fsdp2
+const SectionSpec& VersionsTable();  // memtune.versions
 const SectionSpec& PeftTable();
 
 // Largest values the document accepts (shared with ResolveJob's range checks).

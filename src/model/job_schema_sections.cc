@@ -256,6 +256,40 @@ SectionSpec BuildFsdp2() {
       true};
 }
 
+// A library version "MAJOR.MINOR[.PATCH]" (digits only), e.g. memtune.versions.nccl.
+FieldSpec VersionField(const char* name, std::string VersionsConfig::*member) {
+  return {name,
+          [member](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+            if (!n.IsScalar())
+              return WrongType(n, p, "a version", "MAJOR.MINOR[.PATCH], e.g. 2.27.7");
+            const std::string v = n.Scalar();
+            int parts = 0;
+            bool ok = !v.empty() && v.front() != '.' && v.back() != '.';
+            for (std::size_t i = 0; ok && i < v.size(); ++i) {
+              if (v[i] == '.') {
+                ok = v[i - 1] != '.';
+                ++parts;
+              } else {
+                ok = std::isdigit(static_cast<unsigned char>(v[i])) != 0;
+              }
+            }
+            if (!ok || parts < 1 || parts > 2 || v.size() > 16) {
+              return InvalidConfig(p, p + " = '" + v + "' is not a version",
+                                   "write MAJOR.MINOR[.PATCH], e.g. 2.27.7");
+            }
+            j.memtune.versions.*member = v;
+            return OkStatus();
+          },
+          [member](const Job& j) {
+            const std::string& v = j.memtune.versions.*member;
+            return v.empty() ? Json(nullptr) : Json(v);
+          }};
+}
+
+SectionSpec BuildVersions() {
+  return {"memtune.versions", {VersionField("nccl", &VersionsConfig::nccl)}, true};
+}
+
 SectionSpec BuildMemtune() {
   const auto m = Bind<MemtuneBase>([](JobSpec& j) -> MemtuneBase& { return j.memtune; },
                                    [](const Job& j) -> const MemtuneBase& { return j.memtune; });
@@ -264,6 +298,8 @@ SectionSpec BuildMemtune() {
       [](const Job& j) -> const MemtuneSection& { return j.memtune; }};
   FieldSpec fsdp2{"fsdp2", nullptr, nullptr};
   fsdp2.subsection = &Fsdp2Table();
+  FieldSpec versions{"versions", nullptr, nullptr};
+  versions.subsection = &VersionsTable();
   return {"memtune",
           {m.Choice("framework", &MemtuneSection::framework,
                     {{"megatron", Framework::kMegatron}, {"fsdp2", Framework::kFsdp2}}),
@@ -271,7 +307,8 @@ SectionSpec BuildMemtune() {
                               1, kMaxWorld),
                   "tensor * pipeline * context parallel sizes (data-parallel size 1)"),
            GpuField(), GpuMemoryField(),
-           m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024), EnvField(), fsdp2},
+           m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024), EnvField(), fsdp2,
+           versions},
           true};
 }
 
@@ -279,6 +316,10 @@ SectionSpec BuildMemtune() {
 
 const SectionSpec& Fsdp2Table() {
   static const SectionSpec kSection = BuildFsdp2();
+  return kSection;
+}
+const SectionSpec& VersionsTable() {
+  static const SectionSpec kSection = BuildVersions();
   return kSection;
 }
 const SectionSpec& TrainTable() {

@@ -45,7 +45,11 @@ void AppendVerdict(std::string& out, const assess::ModeVerdict& v) {
     case assess::VerdictState::kOom:
       out += fmt::format("OOM on pipeline rank {} at {}, {} GB short\n", v.pp_rank, v.moment,
                          Gb(-v.margin_bytes));
-      out += fmt::format("  torch.OutOfMemoryError: {}\n", v.oom_message);
+      if (v.oom_outside_part.empty()) {
+        out += fmt::format("  torch.OutOfMemoryError: {}\n", v.oom_message);
+      } else {
+        out += fmt::format("  {}\n", v.oom_message);
+      }
       return;
   }
 }
@@ -108,8 +112,8 @@ void AppendForecastText(std::string& out, const assess::Assessment& a, const syn
     return;
   }
   out += fmt::format(
-      "verdict against {} GB usable ({} GB capacity - {} GB CUDA context and non-PyTorch):\n",
-      Gb(f.capacity_bytes - f.non_pytorch_bytes), Gb(f.capacity_bytes), Gb(f.non_pytorch_bytes));
+      "verdict against {} GB capacity, less each rank's memory outside PyTorch as it appears:\n",
+      Gb(f.capacity_bytes));
   for (const assess::ModeVerdict& v : a.verdicts) AppendVerdict(out, v);
   for (const assess::Advice& advice : a.advice) {
     out +=
@@ -129,6 +133,7 @@ ordered_json VerdictJson(const assess::Assessment& a) {
     o["pp_rank"] = v->pp_rank;
     o["moment"] = v->moment;
     o["uncertainty_bytes"] = v->uncertainty_bytes;
+    o["non_pytorch_bytes"] = v->non_pytorch_bytes;
     o["alloc_conf"] = v->alloc_conf;
     o["job_config"] = v->job_config;
     j[std::string(assess::AllocatorModeName(mode))] = o;

@@ -28,6 +28,24 @@ const char* KindName(estimate::ComponentKind kind) {
   return "parameters";
 }
 
+// The memory outside PyTorch of one rank: totals by key and the parts.
+void AddOutsideJson(ordered_json& j, const nonpytorch::NonPytorchMemory& m) {
+  ordered_json keys = ordered_json::object(), parts = ordered_json::array();
+  for (const std::string& k : m.Keys()) keys[k] = m.KeyBytes(k);
+  for (const nonpytorch::Part& p : m.parts) {
+    parts.push_back({{"name", p.name},
+                     {"key", p.key},
+                     {"bytes", p.bytes},
+                     {"low_bytes", p.low_bytes},
+                     {"high_bytes", p.high_bytes},
+                     {"moment", nonpytorch::MomentName(p.moment)},
+                     {"detail", p.detail}});
+  }
+  j["non_pytorch"] = keys;
+  j["non_pytorch_bytes"] = m.TotalBytes();
+  j["non_pytorch_details"] = parts;
+}
+
 ordered_json RankJson(const estimate::RankEstimate& r) {
   ordered_json j;
   j["pp_rank"] = r.pp_rank;
@@ -89,17 +107,23 @@ std::string RenderEstimateJson(const assess::Assessment& a, const EstimateReport
   j["mode"] = estimate::ModeName(e.mode);
   if (!ctx.job_name.empty()) j["job"] = ctx.job_name;
   j["ranks"] = ordered_json::array();
-  for (const auto& r : e.ranks) j["ranks"].push_back(RankJson(r));
+  for (std::size_t i = 0; i < e.ranks.size(); ++i) {
+    ordered_json rank = RankJson(e.ranks[i]);
+    if (i < a.non_pytorch.size()) AddOutsideJson(rank, a.non_pytorch[i]);
+    j["ranks"].push_back(std::move(rank));
+  }
   j["peak"] = {{"pp_rank", e.peak_pp_rank}, {"allocated_bytes", e.peak_allocated_bytes}};
   ordered_json gpu;
   gpu["name"] = ctx.gpu_name;
   gpu["capacity_bytes"] = e.gpu_capacity_bytes;
-  gpu["non_pytorch_bytes"] = e.non_pytorch_bytes;
   if (a.allocated_fit) {
+    gpu["pp_rank"] = a.allocated_fit->pp_rank;
+    gpu["non_pytorch_bytes"] = e.gpu_capacity_bytes - a.allocated_fit->usable_bytes;
     gpu["usable_bytes"] = a.allocated_fit->usable_bytes;
     gpu["fits"] = a.allocated_fit->fits;
     gpu["headroom_bytes"] = a.allocated_fit->headroom_bytes;
   } else {
+    gpu["non_pytorch_bytes"] = nullptr;
     gpu["usable_bytes"] = nullptr;
     gpu["fits"] = nullptr;
     gpu["headroom_bytes"] = nullptr;

@@ -76,6 +76,50 @@ void AppendTable(std::string& out, const estimate::Estimate& e) {
     out += fmt::format("  {:<{}}  {}\n", name, width, explanation);
 }
 
+// The memory outside PyTorch per rank, by key, and the deciding rank's communicators.
+void AppendOutsideTable(std::string& out, const assess::Assessment& a) {
+  if (a.non_pytorch.empty()) return;
+  std::vector<std::string> keys;
+  for (const auto& m : a.non_pytorch) {
+    for (const std::string& k : m.Keys()) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+  }
+  const std::size_t width = 22;
+  out += fmt::format("\n{:<{}}", "outside PyTorch (GB)", width);
+  for (const auto& rank : a.estimate.ranks)
+    out += fmt::format(" {:>9}", fmt::format("rank {}", rank.pp_rank));
+  out += "\n";
+  for (const std::string& k : keys) {
+    out += fmt::format("  {:<{}}", k, width - 2);
+    for (const auto& m : a.non_pytorch) {
+      const std::int64_t b = m.KeyBytes(k);
+      out += fmt::format(" {:>9}", b == 0 ? std::string("-") : Gb(b));
+    }
+    out += "\n";
+  }
+  out += fmt::format("  {:<{}}", "total", width - 2);
+  for (const auto& m : a.non_pytorch) out += fmt::format(" {:>9}", Gb(m.TotalBytes()));
+  out += fmt::format("\n  {:<{}}", "range", width - 2);
+  for (const auto& m : a.non_pytorch)
+    out += fmt::format(" {:>9}", Gb(m.LowBytes()) + "-" + Gb(m.HighBytes()));
+  out += "\n";
+  // The communicators of the rank the allocated fit decides on (the first rank without one).
+  std::size_t shown = 0;
+  for (std::size_t i = 0; i < a.estimate.ranks.size(); ++i) {
+    if (a.allocated_fit && a.estimate.ranks[i].pp_rank == a.allocated_fit->pp_rank) shown = i;
+  }
+  std::string comms;
+  for (const auto& p : a.non_pytorch[shown].parts) {
+    if (p.key != "nccl") continue;
+    comms += fmt::format("{}{} {}", comms.empty() ? "" : ", ", p.name.substr(5), Gb(p.bytes));
+  }
+  if (!comms.empty()) {
+    out += fmt::format("  nccl on rank {} by communicator: {}\n", a.estimate.ranks[shown].pp_rank,
+                       comms);
+  }
+}
+
 void AppendVerdict(std::string& out, const assess::Assessment& a,
                    const EstimateReportContext& ctx) {
   const estimate::Estimate& e = a.estimate;
@@ -86,16 +130,19 @@ void AppendVerdict(std::string& out, const assess::Assessment& a,
     out += "fits: unknown (no GPU given: set memtune.gpu or memtune.gpu_memory_bytes)\n";
     return;
   }
-  const std::int64_t usable = a.allocated_fit->usable_bytes;
-  const std::int64_t headroom = a.allocated_fit->headroom_bytes;
-  out += fmt::format("GPU {}: {} GB capacity - {} GB CUDA context and libraries = {} GB usable\n",
+  const assess::AllocatedFit& fit = *a.allocated_fit;
+  AppendOutsideTable(out, a);
+  out += fmt::format("GPU {}: {} GB capacity - {} GB outside PyTorch on rank {} = {} GB usable\n",
                      ctx.gpu_name.empty() ? "(memtune.gpu_memory_bytes)" : ctx.gpu_name,
-                     Gb(e.gpu_capacity_bytes), Gb(e.non_pytorch_bytes), Gb(usable));
-  if (a.allocated_fit->fits) {
-    out +=
-        fmt::format("fits: yes, {} GB to spare (before allocator fragmentation)\n", Gb(headroom));
+                     Gb(e.gpu_capacity_bytes), Gb(e.gpu_capacity_bytes - fit.usable_bytes),
+                     fit.pp_rank, Gb(fit.usable_bytes));
+  if (fit.fits) {
+    out += fmt::format(
+        "fits: yes, {} GB to spare on the tightest rank (before allocator fragmentation)\n",
+        Gb(fit.headroom_bytes));
   } else {
-    out += fmt::format("fits: NO, over by {} GB\n", Gb(-headroom));
+    out +=
+        fmt::format("fits: NO, rank {} is over by {} GB\n", fit.pp_rank, Gb(-fit.headroom_bytes));
   }
 }
 

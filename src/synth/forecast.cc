@@ -14,11 +14,64 @@ namespace {
 
 constexpr std::int64_t kNoLimitBytes = kMaxDeviceBytes;  // "no capacity limit"
 
+const nonpytorch::NonPytorchMemory& NoOutsideMemory() {
+  static const nonpytorch::NonPytorchMemory kNone;
+  return kNone;
+}
+
+// Whether `moment` has come by event `label` (the first gradient sync is the last
+// micro-batch's first backward event; anything after iteration 0 is past every moment).
+bool Reached(nonpytorch::Moment moment, const EventLabel& label, int last_microbatch) {
+  if (label.iteration > 0) return true;
+  switch (moment) {
+    case nonpytorch::Moment::kStartup:
+      return true;
+    case nonpytorch::Moment::kFirstForward:
+      return label.phase != Phase::kStartup;
+    case nonpytorch::Moment::kFirstGradSync:
+      return label.phase == Phase::kOptimizer || label.phase == Phase::kZeroGrad ||
+             (label.phase == Phase::kBackward && label.microbatch >= last_microbatch);
+    case nonpytorch::Moment::kFirstOptimizerStep:
+      return label.phase == Phase::kOptimizer || label.phase == Phase::kZeroGrad;
+  }
+  return true;
+}
+
 class SimulatorSink : public EventSink {
  public:
-  SimulatorSink(alloc::Simulator& sim, AllocatorRun& run) : sim_(sim), run_(run) {}
+  SimulatorSink(alloc::Simulator& sim, AllocatorRun& run,
+                const nonpytorch::NonPytorchMemory& outside, int last_microbatch)
+      : sim_(sim), run_(run), outside_(outside), last_microbatch_(last_microbatch) {}
+  // The parts of the memory outside PyTorch due by `label`; false when one does not fit in
+  // what the device has free (an OOM outside PyTorch: NCCL cannot use cached blocks).
+  bool TakeOutsideMemory(const EventLabel& label) {
+    while (next_part_ < outside_.parts.size() &&
+           Reached(outside_.parts[next_part_].moment, label, last_microbatch_)) {
+      const nonpytorch::Part& part = outside_.parts[next_part_++];
+      const std::int64_t free = sim_.DeviceFreeBytes();
+      if (part.bytes > free) {
+        run_.oom = true;
+        run_.oom_outside_part = part.name;
+        run_.oom_event = part.name + " at " + nonpytorch::MomentName(part.moment) + ", " +
+                         FormatLabel(label) + " (" + std::to_string(part.bytes) + " bytes)";
+        run_.oom_message = part.key == "nccl"
+                               ? "NCCL WARN Failed to CUDA calloc async " +
+                                     std::to_string(part.bytes) + " bytes (" + part.name +
+                                     "): out of memory; " + std::to_string(free) +
+                                     " bytes free outside PyTorch's reserved memory"
+                               : part.name + ": out of memory allocating " +
+                                     std::to_string(part.bytes) + " bytes outside PyTorch";
+        run_.oom_shortfall_bytes = part.bytes - free;
+        return false;
+      }
+      outside_bytes_ += part.bytes;
+      sim_.SetNonPytorchBytes(outside_bytes_);
+    }
+    return true;
+  }
   bool OnEvent(const SynthEvent& e) override {
     while (iteration_ < e.label.iteration) CloseIteration();
+    if (next_part_ < outside_.parts.size() && !TakeOutsideMemory(e.label)) return false;
     if (e.op == EventOp::kFree) {
       sim_.Free(e.handle);
       return true;
@@ -65,22 +118,30 @@ class SimulatorSink : public EventSink {
  private:
   alloc::Simulator& sim_;
   AllocatorRun& run_;
+  const nonpytorch::NonPytorchMemory& outside_;
+  int last_microbatch_ = 0;
+  std::size_t next_part_ = 0;       // the first part not yet taken
+  std::int64_t outside_bytes_ = 0;  // taken so far
   EventLabel peak_label_, allocated_label_;
   int iteration_ = 0;  // the iteration whose events arrive now
 };
 
 AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
-                 std::int64_t capacity, std::int64_t non_pytorch, std::string* allocated_event,
-                 TraceSummary* summary) {
+                 std::int64_t capacity, const nonpytorch::NonPytorchMemory& outside,
+                 std::string* allocated_event, TraceSummary* summary) {
   alloc::SimulatorOptions so;
   so.config = config;
   so.capacity_bytes = capacity > 0 ? capacity : kNoLimitBytes;
-  so.non_pytorch_bytes = capacity > 0 ? non_pytorch : 0;
   alloc::Simulator sim(so);
   AllocatorRun run;
   run.alloc_conf = config.settings;
   run.expandable_segments = config.expandable_segments;
-  SimulatorSink sink(sim, run);
+  SimulatorSink sink(sim, run, capacity > 0 ? outside : NoOutsideMemory(), synth.last_microbatch());
+  // The start-up parts are there before the first allocation.
+  if (!sink.TakeOutsideMemory(EventLabel{})) {
+    sink.CloseIteration();
+    return run;
+  }
   const TraceSummary s = synth.Synthesize(pp_rank, sink);
   if (summary != nullptr) *summary = s;
   run.peak_event = FormatLabel(sink.peak_label());
@@ -95,18 +156,19 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
 
 AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank,
                           const alloc::AllocatorConfig& config, std::int64_t capacity_bytes,
-                          std::int64_t non_pytorch_bytes) {
-  return Run(synth, pp_rank, config, capacity_bytes, non_pytorch_bytes, nullptr, nullptr);
+                          const nonpytorch::NonPytorchMemory& outside) {
+  return Run(synth, pp_rank, config, capacity_bytes, outside, nullptr, nullptr);
 }
 
 std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank,
                                      const alloc::AllocatorConfig& config,
-                                     std::int64_t non_pytorch_bytes, std::int64_t oom_bytes,
-                                     std::int64_t fits_bytes, std::int64_t resolution_bytes) {
+                                     const nonpytorch::NonPytorchMemory& outside,
+                                     std::int64_t oom_bytes, std::int64_t fits_bytes,
+                                     std::int64_t resolution_bytes) {
   const std::int64_t step = std::max<std::int64_t>(resolution_bytes, 1);
   while (fits_bytes - oom_bytes > step) {
     const std::int64_t mid = oom_bytes + (fits_bytes - oom_bytes) / 2;
-    const AllocatorRun run = Run(synth, pp_rank, config, mid, non_pytorch_bytes, nullptr, nullptr);
+    const AllocatorRun run = Run(synth, pp_rank, config, mid, outside, nullptr, nullptr);
     (run.oom ? oom_bytes : fits_bytes) = mid;
   }
   return fits_bytes;
@@ -137,18 +199,20 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
   Forecast f;
   f.iterations = options.synth.iterations;
   f.capacity_bytes = options.capacity_bytes;
-  f.non_pytorch_bytes = options.non_pytorch_bytes;
   f.torch_version = options.torch_version;
   f.alloc_conf_field = job_allocator.field;
   for (int r = 0; r < synth.num_stages(); ++r) {
     StageForecast st;
     st.pp_rank = r;
+    const nonpytorch::NonPytorchMemory& outside =
+        static_cast<std::size_t>(r) < options.non_pytorch.size() ? options.non_pytorch[r]
+                                                                 : NoOutsideMemory();
+    st.non_pytorch_bytes = outside.TotalBytes();
     TraceSummary own_summary, other_summary;
     std::string other_event;
-    st.own = Run(synth, r, own, options.capacity_bytes, options.non_pytorch_bytes,
-                 &st.peak_allocated_event, &own_summary);
-    st.other = Run(synth, r, other, options.capacity_bytes, options.non_pytorch_bytes, &other_event,
-                   &other_summary);
+    st.own =
+        Run(synth, r, own, options.capacity_bytes, outside, &st.peak_allocated_event, &own_summary);
+    st.other = Run(synth, r, other, options.capacity_bytes, outside, &other_event, &other_summary);
     st.peak_allocated_bytes = st.own.peak_allocated_bytes;
     st.peak_allocated_through_iteration_bytes = st.own.peak_allocated_through_iteration_bytes;
     TraceSummary summary = own_summary;
@@ -156,16 +220,17 @@ Result<Forecast> ForecastJob(const model::Job& job, const ForecastOptions& optio
     st.other.unlimited_peak_reserved_bytes = st.other.peak_reserved_bytes;
     if (st.other.oom) {
       st.other.unlimited_peak_reserved_bytes =
-          Run(synth, r, other, 0, 0, nullptr, nullptr).peak_reserved_bytes;
+          Run(synth, r, other, 0, NoOutsideMemory(), nullptr, nullptr).peak_reserved_bytes;
     }
     if (st.own.oom && st.other.oom) {  // neither ran to the end: replay without a limit
-      const AllocatorRun free_run = Run(synth, r, own, 0, 0, &st.peak_allocated_event, &summary);
+      const AllocatorRun free_run =
+          Run(synth, r, own, 0, NoOutsideMemory(), &st.peak_allocated_event, &summary);
       st.own.unlimited_peak_reserved_bytes = free_run.peak_reserved_bytes;
       st.peak_allocated_bytes = free_run.peak_allocated_bytes;
       st.peak_allocated_through_iteration_bytes = free_run.peak_allocated_through_iteration_bytes;
     } else if (st.own.oom) {
       st.own.unlimited_peak_reserved_bytes =
-          Run(synth, r, own, 0, 0, nullptr, nullptr).peak_reserved_bytes;
+          Run(synth, r, own, 0, NoOutsideMemory(), nullptr, nullptr).peak_reserved_bytes;
       st.peak_allocated_bytes = st.other.peak_allocated_bytes;
       st.peak_allocated_through_iteration_bytes = st.other.peak_allocated_through_iteration_bytes;
       st.peak_allocated_event = other_event;

@@ -143,6 +143,9 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job,
 
 int TraceSynthesizer::num_stages() const { return plan_->pp_size; }
 int TraceSynthesizer::iterations() const { return plan_->iterations; }
+int TraceSynthesizer::last_microbatch() const {
+  return static_cast<int>(std::max<std::int64_t>(1, plan_->num_microbatches) - 1);
+}
 
 TraceSummary TraceSynthesizer::Synthesize(int pp_rank, EventSink& sink) const {
   if (plan_->fsdp2) {

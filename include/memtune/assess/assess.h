@@ -15,6 +15,7 @@
 #include "memtune/core/result.h"
 #include "memtune/estimate/estimate.h"
 #include "memtune/model/job.h"
+#include "memtune/nonpytorch/non_pytorch.h"
 #include "memtune/synth/forecast.h"
 
 namespace memtune::assess {
@@ -43,25 +44,33 @@ struct ModeVerdict {
   bool job_config = false;  // the mode the job runs with (its own allocator config)
   std::string alloc_conf;   // the allocator settings simulated ("" = PyTorch's defaults)
   VerdictState state = VerdictState::kFits;
-  // Usable memory (capacity - non-PyTorch) minus the deciding rank's peak need, in bytes.
+  // Usable memory (capacity - the rank's memory outside PyTorch) minus the deciding rank's
+  // peak need, in bytes.
   // When it fits: the need is its replay's peak reserved under the capacity, so the margin
   // is what was left at the tightest moment. Under kOom it is negative: minus how much more
   // capacity the rank needs to run without an OOM (bisection over replays to within 64 MiB
   // or 1/256 of the search range, rounded up).
   std::int64_t margin_bytes = 0;
-  // The deciding rank's uncertainty band: reserved_uncertainty x its peak reserved (kAtRisk
-  // when it fits with margin < band).
+  // The deciding rank's uncertainty band (kAtRisk when it fits with margin < band): the
+  // root sum of squares of the reserved prediction's (reserved_uncertainty x its peak
+  // reserved) and the memory outside PyTorch's (its documented high minus central value),
+  // two independent sources of error.
   std::int64_t uncertainty_bytes = 0;
+  std::int64_t non_pytorch_bytes = 0;  // the deciding rank's memory outside PyTorch
   int pp_rank = 0;          // the deciding rank: the worst state, then the smallest margin (kOom:
                             // the largest peak reserved without a capacity limit)
   std::string moment;       // kOom: the allocation that failed; else the event at the reserved peak
-  std::string oom_message;  // kOom: the text PyTorch raises on that rank
+  std::string oom_message;  // kOom: the text PyTorch (or NCCL) raises on that rank
+  // kOom outside PyTorch: the part that could not be allocated when it appeared (e.g.
+  // "nccl.dp"); "" when PyTorch's allocator ran out.
+  std::string oom_outside_part;
 };
 
 // The allocated-memory verdict of the estimate alone (before fragmentation).
 struct AllocatedFit {
-  std::int64_t usable_bytes = 0;    // capacity - non-PyTorch memory
-  std::int64_t headroom_bytes = 0;  // usable - the most loaded rank's allocated peak
+  int pp_rank = 0;                  // the rank with the least headroom
+  std::int64_t usable_bytes = 0;    // its capacity - memory outside PyTorch
+  std::int64_t headroom_bytes = 0;  // its usable - allocated peak
   bool fits = false;                // headroom >= 0
 };
 
@@ -95,6 +104,8 @@ struct AssessOptions {
 
 struct Assessment {
   estimate::Estimate estimate;
+  // The memory outside PyTorch of each estimated rank ([i] for estimate.ranks[i]).
+  std::vector<nonpytorch::NonPytorchMemory> non_pytorch;
   std::optional<AllocatedFit> allocated_fit;  // nullopt when the GPU capacity is unknown
   std::optional<synth::Forecast> forecast;    // accurate mode with simulate_allocator
   std::string forecast_note;  // why there is no forecast for a job it cannot synthesize
@@ -105,7 +116,8 @@ struct Assessment {
 
 // Estimates, forecasts and judges `job` (an effective job, model/job.h).
 // Errors: those of estimate::EstimateMemory; kInvalidConfig naming the memtune.env field
-// when the allocator config does not parse (PyTorch's message); kInvalidInput naming
+// when the allocator config or an NCCL setting does not parse (PyTorch's message, or the
+// entry, its value and what is allowed); kInvalidInput naming
 // "iterations" or "reserved_uncertainty" when out of range. A job the synthesizer does not
 // model is not an error: the forecast is absent and forecast_note says why.
 // Example: AssessJob(job)->verdicts.front().state == VerdictState::kFits.

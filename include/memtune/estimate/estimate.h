@@ -44,21 +44,21 @@ struct Component {
 struct RankEstimate {
   int pp_rank = 0;
   std::vector<Component> components;
-  std::int64_t allocated_bytes = 0;        // peak allocated by PyTorch's allocator
-  std::int64_t model_state_bytes = 0;      // parameters + gradients + optimizer state
-  std::int64_t activation_bytes = 0;       // kept for backward at the peak (all in flight)
-  std::int64_t transient_bytes = 0;        // workspace live at the peak
-  std::int64_t dense_bytes = 0;            // model state of dense/embedding parameters
-  std::int64_t expert_bytes = 0;           // model state of routed-expert parameters
-  int layers = 0;                          // transformer layers built on this stage
-  int in_flight_microbatches = 0;          // peak live (chunk, micro-batch) pairs
+  std::int64_t allocated_bytes = 0;    // peak allocated by PyTorch's allocator
+  std::int64_t model_state_bytes = 0;  // parameters + gradients + optimizer state
+  std::int64_t activation_bytes = 0;   // kept for backward at the peak (all in flight)
+  std::int64_t transient_bytes = 0;    // workspace live at the peak
+  std::int64_t dense_bytes = 0;        // model state of dense/embedding parameters
+  std::int64_t expert_bytes = 0;       // model state of routed-expert parameters
+  int layers = 0;                      // transformer layers built on this stage
+  int in_flight_microbatches = 0;      // peak live (chunk, micro-batch) pairs
   // When the peak happens: "backward" (first backward after the warm-up forwards, all
   // in-flight activations held) or "optimizer step" (activations freed, optimizer
   // temporaries live); FSDP2 jobs also "loss backward" (the cross-entropy backward's fp32
   // logits). Empty in the compatibility modes. A view of a literal, like Component::name.
   std::string_view peak_phase;
-  std::int64_t step_peak_bytes = 0;        // accurate mode: the optimizer-step total
-  std::int64_t backward_peak_bytes = 0;    // accurate mode: the forward/backward total
+  std::int64_t step_peak_bytes = 0;      // accurate mode: the optimizer-step total
+  std::int64_t backward_peak_bytes = 0;  // accurate mode: the forward/backward total
   // Accurate mode, PP > 1: what the rank keeps from one iteration to the next besides
   // model state: each model chunk fed by the previous stage holds its last micro-batch's
   // received input and that input's gradient (MCore TransformerBlock.input_tensor, whose
@@ -70,14 +70,13 @@ struct RankEstimate {
 // The whole estimate.
 struct Estimate {
   Mode mode = Mode::kAccurate;
-  std::vector<RankEstimate> ranks;         // one per pipeline stage (compat modes: the one
-                                           // stage upstream models, see docs/estimator.md)
-  int peak_pp_rank = 0;                    // the most loaded stage
-  std::int64_t peak_allocated_bytes = 0;   // compat modes: upstream's total, in bytes
-  std::int64_t non_pytorch_bytes = 0;      // CUDA context, NCCL, library workspaces
-  std::int64_t gpu_capacity_bytes = 0;     // total device memory (0 = GPU unknown)
-  std::vector<std::string> assumptions;    // what the model assumes (upstream strings in compat)
-  std::vector<std::string> upstream_lines; // compat modes: what upstream would print
+  std::vector<RankEstimate> ranks;          // one per pipeline stage (compat modes: the one
+                                            // stage upstream models, see docs/estimator.md)
+  int peak_pp_rank = 0;                     // the most loaded stage
+  std::int64_t peak_allocated_bytes = 0;    // compat modes: upstream's total, in bytes
+  std::int64_t gpu_capacity_bytes = 0;      // total device memory (0 = GPU unknown)
+  std::vector<std::string> assumptions;     // what the model assumes (upstream strings in compat)
+  std::vector<std::string> upstream_lines;  // compat modes: what upstream would print
 };
 
 // Options.

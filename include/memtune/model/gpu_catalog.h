@@ -26,9 +26,15 @@ struct GpuSpec {
   // "torch_mib" (PyTorch printed whole MiB) or "nvml_mib" (nvidia-smi memory.total).
   std::int64_t total_memory_bytes = 0;
   std::string total_memory_basis;
-  // Typical device memory a training process holds outside PyTorch's caching allocator
-  // (CUDA context, lazily loaded kernels, cuBLAS/NCCL baseline).
+  // The CUDA context of a training process with lazily loaded PyTorch and cuBLAS kernels,
+  // the base of memtune's context part (nonpytorch/non_pytorch.h).
   std::int64_t cuda_context_bytes = 0;
+  // When total_memory_basis is "nvml_mib": the framebuffer the driver reserves, which
+  // nvidia-smi's total includes and CUDA never sees (central, and the range of drivers).
+  // 0 for the other bases.
+  std::int64_t driver_reserved_bytes = 0;
+  std::int64_t driver_reserved_low_bytes = 0;
+  std::int64_t driver_reserved_high_bytes = 0;
   // CUDA compute capability "major.minor" ("9.0"), or the gfx target of an AMD GPU ("gfx942").
   std::string compute_capability;
   double bf16_dense_tflops = 0;            // Tensor Core peak, no sparsity

@@ -311,6 +311,13 @@ struct Fsdp2Config {
 
 // memtune: hardware and launch environment. MemtuneBase holds the fields a JobSpec and a
 // Job share; MemtuneSection adds the derived world size.
+// memtune.versions: versions of the libraries the run uses, where memory depends on them.
+struct VersionsConfig {
+  std::string nccl;  // "MAJOR.MINOR[.PATCH]"; "" = 2.27.7 (docs/non-pytorch.md)
+
+  bool operator==(const VersionsConfig&) const = default;
+};
+
 struct MemtuneBase {
   Framework framework = Framework::kMegatron;
   std::string gpu;                               // GPU catalog name, or ""
@@ -318,6 +325,7 @@ struct MemtuneBase {
   int gpus_per_node = 8;
   std::map<std::string, std::string> env;  // launch environment (PYTORCH_CUDA_ALLOC_CONF, ...)
   Fsdp2Config fsdp2;
+  VersionsConfig versions;
 
   bool operator==(const MemtuneBase&) const = default;
 };

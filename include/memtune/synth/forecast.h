@@ -13,6 +13,7 @@
 #include "memtune/alloc/config.h"
 #include "memtune/core/result.h"
 #include "memtune/model/job.h"
+#include "memtune/nonpytorch/non_pytorch.h"
 #include "memtune/synth/synthesize.h"
 
 namespace memtune::synth {
@@ -32,7 +33,10 @@ struct AllocatorRun {
   std::string peak_event;                      // label of the allocation that set the reserved peak
   bool oom = false;
   std::string oom_event;    // label and size of the allocation that failed
-  std::string oom_message;  // the text PyTorch would raise
+  std::string oom_message;  // the text PyTorch (or NCCL, for its buffers) would raise
+  // The memory outside PyTorch that failed to fit when it appeared ("" when the failing
+  // allocation was PyTorch's), e.g. "nccl.tp": NCCL cannot use PyTorch's cached blocks.
+  std::string oom_outside_part;
   // When oom: how many more bytes the failing cudaMalloc needed than the device had free
   // after the cache was released (Tried to allocate - free): the least memory the rank is
   // short by at that moment. 0 otherwise.
@@ -51,6 +55,7 @@ struct AllocatorRun {
 
 struct StageForecast {
   int pp_rank = 0;
+  std::int64_t non_pytorch_bytes = 0;     // the rank's memory outside PyTorch, once all appeared
   std::int64_t peak_allocated_bytes = 0;  // the trace's peak (no capacity limit)
   std::string peak_allocated_event;
   // The trace's allocated peak through the end of iteration i ([i]; see AllocatorRun), from
@@ -66,8 +71,7 @@ struct Forecast {
   std::vector<StageForecast> stages;  // one per pipeline rank
   int peak_pp_rank = 0;               // the stage with the highest trace peak allocated
   int iterations = 2;
-  std::int64_t capacity_bytes = 0;     // GPU total (0 = unknown: no verdict)
-  std::int64_t non_pytorch_bytes = 0;  // CUDA context and other non-PyTorch memory
+  std::int64_t capacity_bytes = 0;  // GPU total (0 = unknown: no verdict)
   alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
   // The job field the allocator config came from ("memtune.env.PYTORCH_CUDA_ALLOC_CONF",
   // "alloc_conf" for ForecastOptions::alloc_conf; "" when unset: PyTorch's defaults).
@@ -79,7 +83,9 @@ struct Forecast {
 struct ForecastOptions {
   SynthOptions synth;
   std::int64_t capacity_bytes = 0;  // 0: unknown GPU, simulate without a limit
-  std::int64_t non_pytorch_bytes = 0;
+  // Memory outside PyTorch per pipeline rank ([r]; a missing rank has none). Each part takes
+  // device memory from its moment on (nonpytorch::Moment); ignored without a capacity.
+  std::vector<nonpytorch::NonPytorchMemory> non_pytorch;
   alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
   std::optional<std::string> alloc_conf;  // default: the job's memtune.env, read as PyTorch
                                           // options.torch_version reads it
@@ -96,10 +102,11 @@ struct JobAllocator {
 // Errors: kInvalidConfig naming the field it came from (PyTorch's message).
 Result<JobAllocator> JobAllocatorConfig(const model::Job& job, const ForecastOptions& options);
 
-// Replays rank `pp_rank` under `config`. capacity 0 = no limit.
+// Replays rank `pp_rank` under `config` on a device of `capacity_bytes` (0 = no limit) from
+// which `outside` takes memory as its parts appear.
 AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank,
                           const alloc::AllocatorConfig& config, std::int64_t capacity_bytes,
-                          std::int64_t non_pytorch_bytes);
+                          const nonpytorch::NonPytorchMemory& outside);
 
 // The smallest device capacity (bytes, non-PyTorch memory included) at which rank
 // `pp_rank` runs without an OOM under `config`, found by bisection between `oom_bytes` (a
@@ -109,8 +116,9 @@ AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank,
 // than its unlimited peak reserved.
 std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank,
                                      const alloc::AllocatorConfig& config,
-                                     std::int64_t non_pytorch_bytes, std::int64_t oom_bytes,
-                                     std::int64_t fits_bytes, std::int64_t resolution_bytes);
+                                     const nonpytorch::NonPytorchMemory& outside,
+                                     std::int64_t oom_bytes, std::int64_t fits_bytes,
+                                     std::int64_t resolution_bytes);
 
 // Synthesizes and replays every rank under both modes.
 // Errors: those of TraceSynthesizer::Create; kInvalidConfig naming

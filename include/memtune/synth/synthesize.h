@@ -45,6 +45,8 @@ class TraceSynthesizer {
 
   int num_stages() const;  // pipeline ranks
   int iterations() const;
+  // The index of the last micro-batch of an iteration (micro-batches per step - 1).
+  int last_microbatch() const;
 
   // Streams the events of pipeline rank `pp_rank` (0 <= pp_rank < num_stages()) into
   // `sink`, stopping early when the sink returns false. Deterministic.

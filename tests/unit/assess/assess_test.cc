@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "memtune/model/examples.h"
 #include "memtune/model/job_parse.h"
@@ -37,12 +38,13 @@ model::Job TinyJob(std::int64_t gpu_bytes) {
 void ExpectVerdictFollowsForecast(const Assessment& a, const ModeVerdict& v) {
   ASSERT_TRUE(a.forecast);
   const synth::Forecast& f = *a.forecast;
-  const std::int64_t usable = f.capacity_bytes - f.non_pytorch_bytes;
   std::int64_t smallest = INT64_MAX;
   for (const auto& s : f.stages) {
     const synth::AllocatorRun& run = v.job_config ? s.own : s.other;
     EXPECT_EQ(run.expandable_segments, v.mode == AllocatorMode::kExpandable);
-    smallest = std::min(smallest, usable - run.unlimited_peak_reserved_bytes);
+    EXPECT_EQ(s.non_pytorch_bytes, a.non_pytorch[s.pp_rank].TotalBytes());
+    smallest = std::min(smallest,
+                        f.capacity_bytes - s.non_pytorch_bytes - run.unlimited_peak_reserved_bytes);
   }
   EXPECT_EQ(v.margin_bytes, smallest);
   const synth::AllocatorRun& deciding =
@@ -105,7 +107,7 @@ TEST(AssessJobTest, AJobTooLargeForTheGpuIsOutOfMemoryInBothModes) {
   EXPECT_EQ(roomy->verdicts[0].state, VerdictState::kFits);
   EXPECT_TRUE(roomy->advice.empty());
   // The same job on a device that holds the CUDA context and barely more.
-  const std::int64_t tight = roomy->estimate.non_pytorch_bytes + (std::int64_t{8} << 20);
+  const std::int64_t tight = roomy->non_pytorch[0].TotalBytes() + (std::int64_t{8} << 20);
   auto a = AssessJob(TinyJob(tight));
   ASSERT_TRUE(a.has_value()) << a.error().Describe();
   ASSERT_EQ(a->verdicts.size(), 2u);
@@ -121,17 +123,28 @@ TEST(AssessJobTest, AJobTooLargeForTheGpuIsOutOfMemoryInBothModes) {
   EXPECT_FALSE(a->allocated_fit->fits);
 }
 
+// The band combines the reserved prediction's and the memory outside PyTorch's uncertainty
+// (root sum of squares); a spare inside it is at risk.
 TEST(AssessJobTest, AtRiskMeansInsideTheUncertaintyBand) {
-  AssessOptions exact;
-  exact.reserved_uncertainty = 0;
-  auto a = AssessJob(SeedJob(), exact);
-  ASSERT_TRUE(a.has_value());
-  EXPECT_EQ(a->verdicts[0].state, VerdictState::kFits);
-  EXPECT_EQ(a->verdicts[0].uncertainty_bytes, 0);
-  // Without the band, the advice is the fragmentation rule (expandable wins back more
-  // than the native spare).
-  ASSERT_FALSE(a->advice.empty());
-  EXPECT_EQ(a->advice[0].id, "allocator.expandable-segments");
+  for (const double reserved_uncertainty : {0.0, kDefaultReservedUncertainty}) {
+    AssessOptions options;
+    options.reserved_uncertainty = reserved_uncertainty;
+    auto a = AssessJob(SeedJob(), options);
+    ASSERT_TRUE(a.has_value());
+    for (const ModeVerdict& v : a->verdicts) {
+      ASSERT_NE(v.state, VerdictState::kOom);
+      const auto& outside = a->non_pytorch[v.pp_rank];
+      const double outside_band = static_cast<double>(outside.HighBytes() - outside.TotalBytes());
+      ASSERT_GT(outside_band, 0);
+      const synth::StageForecast& s = a->forecast->stages[v.pp_rank];
+      const double need = static_cast<double>(v.job_config ? s.own.unlimited_peak_reserved_bytes
+                                                           : s.other.unlimited_peak_reserved_bytes);
+      const double reserved_band = reserved_uncertainty * need;
+      EXPECT_NEAR(static_cast<double>(v.uncertainty_bytes),
+                  std::sqrt(outside_band * outside_band + reserved_band * reserved_band), 1.0);
+      EXPECT_EQ(v.state == VerdictState::kAtRisk, v.margin_bytes < v.uncertainty_bytes);
+    }
+  }
 }
 
 TEST(AssessJobTest, CompatibilityModesAndNoAllocatorHaveNoVerdict) {

@@ -6,6 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "memtune/model/gpu_catalog.h"
+#include "memtune/model/job_parse.h"
+#include "memtune/nonpytorch/non_pytorch.h"
+
 namespace memtune::assess {
 namespace {
 
@@ -161,7 +165,8 @@ TEST(ValidateTest, AllocatorMetricsComeFromTheReplayInAccurateModeOnly) {
         report.cases[0].compare[0].reason,
         std::string("metric ") + metric + " needs the allocator simulator (accurate mode only)");
   }
-  // device_used is reserved plus the memory outside PyTorch (the CUDA context of a known GPU).
+  // device_used is reserved plus the rank's memory outside PyTorch (here a one-GPU job: the
+  // driver's reserve and the CUDA context).
   auto on_gpu = [](ValidationCase c) {
     c.job_text.insert(c.job_text.size() - 1, R"(,"memtune":{"gpu":"h100-sxm-80gb"})");
     return c;
@@ -169,7 +174,14 @@ TEST(ValidateTest, AllocatorMetricsComeFromTheReplayInAccurateModeOnly) {
   const Prediction reserved = Only(on_gpu(OneCase("max_reserved")));
   const Prediction used = Only(on_gpu(OneCase("device_used")));
   ASSERT_TRUE(reserved.predicted_bytes && used.predicted_bytes) << reserved.reason << used.reason;
-  EXPECT_EQ(*used.predicted_bytes - *reserved.predicted_bytes, std::int64_t{512} << 20);
+  const auto job = model::ParseJobText(on_gpu(OneCase("device_used")).job_text);
+  ASSERT_TRUE(job) << job.error().Describe();
+  const auto gpu = model::FindGpuEntry("h100-sxm-80gb");
+  ASSERT_TRUE(gpu);
+  const auto outside = nonpytorch::EstimateNonPytorch(job->job, *gpu, 0);
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(outside->Keys(), (std::vector<std::string>{"driver_reserved", "cuda_context"}));
+  EXPECT_EQ(*used.predicted_bytes - *reserved.predicted_bytes, outside->TotalBytes());
 }
 
 TEST(ValidateTest, MaxAllocatedAfterTheFirstIterationExcludesAdamsMoments) {

@@ -1,0 +1,227 @@
+// The NCCL communicators one rank creates and uses. PyTorch creates a process group's NCCL
+// communicator at its first collective when init_process_group gets no device_id, as
+// Megatron-LM and Bridge call it (Bridge training/initialize.py), so a group nothing runs
+// on costs no device memory. Ranks are numbered in Megatron-Core's default order
+// tp-cp-ep-dp-pp (parallel_state.RankGenerator), experts tp-ep-dp-pp, torchtitan's mesh
+// [pp, dp_replicate, dp_shard, cp, tp]; rank r sits on node r / gpus_per_node.
+#include <algorithm>
+#include <set>
+
+#include "nonpytorch/internal.h"
+
+namespace memtune::nonpytorch {
+namespace {
+
+struct Placement {
+  int world = 1;
+  int gpus_per_node = 8;
+  int self = 0;  // this rank's global rank
+  int Node(int rank) const { return rank / gpus_per_node; }
+};
+
+// A group of `members` (global ranks, including the placement's self).
+Comm MakeComm(const Placement& at, const std::vector<int>& members, std::string name,
+              std::string why, unsigned uses, Moment moment) {
+  Comm c;
+  c.name = std::move(name);
+  c.why = std::move(why);
+  c.ranks = static_cast<int>(members.size());
+  std::set<int> nodes;
+  for (int r : members) {
+    nodes.insert(at.Node(r));
+    if (at.Node(r) == at.Node(at.self)) ++c.local_ranks;
+  }
+  c.nodes = static_cast<int>(nodes.size());
+  c.uses = uses;
+  c.moment = moment;
+  return c;
+}
+
+// The ranks base + stride * i, i < size.
+std::vector<int> Strided(int base, int stride, int size) {
+  std::vector<int> out;
+  for (int i = 0; i < size; ++i) out.push_back(base + stride * i);
+  return out;
+}
+
+// A point-to-point pair communicator with `peer`.
+Comm PairComm(const Placement& at, int peer, std::string name, std::string why, Moment moment) {
+  Comm c = MakeComm(at, {at.self, peer}, std::move(name), std::move(why), kPointToPoint, moment);
+  (at.Node(peer) == at.Node(at.self) ? c.p2p_peers_local : c.p2p_peers_remote) = 1;
+  return c;
+}
+
+// Counts the distinct peers other than self, on this node and on others.
+void AddPeers(const Placement& at, const std::vector<int>& peers, Comm& c) {
+  for (int p : std::set<int>(peers.begin(), peers.end())) {
+    if (p == at.self) continue;
+    (at.Node(p) == at.Node(at.self) ? c.p2p_peers_local : c.p2p_peers_remote) += 1;
+  }
+}
+
+std::vector<Comm> MegatronComms(const model::Job& job, int pp_rank, Placement at) {
+  const auto& m = job.model;
+  const int tp = std::max(1, m.tensor_model_parallel_size);
+  const int pp = std::max(1, m.pipeline_model_parallel_size);
+  const int cp = std::max(1, m.context_parallel_size);
+  const int dp = std::max(1, model::DataParallelSize(job));
+  const int ep = std::max(1, m.expert_model_parallel_size);
+  const int etp = std::max(1, model::ExpertTensorParallelSize(job));
+  const int stage = tp * cp * dp;  // ranks per pipeline stage
+  at.self = pp_rank * stage;
+  const bool dist_opt = job.optimizer.use_distributed_optimizer || job.ddp.use_megatron_fsdp;
+  const bool vpp = m.virtual_pipeline_model_parallel_size.value_or(1) > 1;
+  std::vector<Comm> comms;
+  auto add = [&](Comm c) {
+    if (c.ranks > 1) comms.push_back(std::move(c));
+  };
+  std::vector<int> all;
+  for (int r = 0; r < at.world; ++r) all.push_back(r);
+  add(MakeComm(at, all, "world",
+               "the init barrier and the per-iteration all_reduce of the exit flag and timers "
+               "(Bridge training/train.py)",
+               kSmallAllReduce, Moment::kStartup));
+  if (m.tp_comm_overlap && tp > 1) {
+    // TE module/base.py initialize_ub: new_group(backend="nccl") over the world and over
+    // each TP domain for the userbuffers bootstrap (all-gather + barrier).
+    add(MakeComm(at, all, "te_ub_world",
+                 "Transformer Engine initialize_ub bootstrap group (all-gather, barrier)",
+                 kSmallGather | kSmallAllReduce, Moment::kStartup));
+    add(MakeComm(at, Strided(at.self, 1, tp), "te_ub_tp",
+                 "Transformer Engine initialize_ub TP-domain bootstrap group", kSmallGather,
+                 Moment::kStartup));
+  }
+  add(MakeComm(
+      at, Strided(at.self, 1, tp), "tp",
+      m.sequence_parallel ? "sequence-parallel all-gather / reduce-scatter of activations, the "
+                            "vocab-parallel cross-entropy all-reduce (MCore tensor_parallel)"
+                          : "tensor-parallel all-reduce of activations (MCore tensor_parallel)",
+      (m.sequence_parallel ? kBulkGatherScatter : 0u) | kBulkAllReduce, Moment::kFirstForward));
+  add(MakeComm(at, Strided(at.self, tp, cp), "cp",
+               "context-parallel ring attention send/recv (TE attention, cp_comm_type p2p)",
+               kPointToPoint, Moment::kFirstForward));
+  if (!comms.empty() && comms.back().name == "cp") {
+    AddPeers(at, {at.self + tp * (1 % cp), at.self + tp * ((cp - 1) % cp)}, comms.back());
+  }
+  // Data parallel with CP (MCore's gradient group): the distributed optimizer's
+  // reduce-scatter / all-gather, or DDP's all-reduce; the loss average is a small one.
+  add(MakeComm(at, Strided(at.self, tp, cp * dp), "dp",
+               dist_opt ? "gradient reduce-scatter and parameter all-gather of the distributed "
+                          "optimizer, the loss average (MCore distributed/param_and_grad_buffer)"
+                        : "gradient all-reduce of DDP, the loss average",
+               (dist_opt ? kBulkGatherScatter : kBulkAllReduce) | kSmallAllReduce,
+               job.ddp.overlap_grad_reduce ? Moment::kFirstGradSync : Moment::kFirstOptimizerStep));
+  if (dist_opt) {
+    const int instances = std::max(1, job.ddp.num_distributed_optimizer_instances);
+    const int span = std::max(1, at.world / instances);
+    const std::vector<int> instance = Strided(at.self / span * span, 1, span);
+    add(MakeComm(at, instance, "dist_opt_instance",
+                 "grad-norm and zero-count all-reduce of the distributed optimizer "
+                 "(MCore optimizer, intra distributed-optimizer instance group)",
+                 kSmallAllReduce, Moment::kFirstOptimizerStep));
+  }
+  if (tp * pp > 1 && pp > 1) {
+    std::vector<int> mp;
+    for (int s = 0; s < pp; ++s) {
+      for (int t = 0; t < tp; ++t) mp.push_back(s * stage + t);
+    }
+    add(MakeComm(at, mp, "model_parallel",
+                 "per-iteration logical_and / max reductions on the model-parallel group "
+                 "(Bridge training/train.py)",
+                 kSmallAllReduce, Moment::kFirstOptimizerStep));
+  }
+  if (pp > 1) {
+    const std::vector<int> pp_group = Strided(at.self % stage, stage, pp);
+    const int next = ((pp_rank + 1) % pp) * stage + at.self % stage;
+    const int prev = ((pp_rank + pp - 1) % pp) * stage + at.self % stage;
+    if (vpp) {
+      // Interleaving overlaps the pipeline send/recv (overlap_p2p_comm, batch_p2p_comm off:
+      // Bridge comm_overlap.py, Megatron-LM arguments.py), so MCore p2p_communication issues
+      // single isend/irecv, and ProcessGroupNCCL creates a 2-rank communicator per peer.
+      add(PairComm(at, next, "pp_pair.next",
+                   "single isend/irecv to the next stage (a 2-rank communicator)",
+                   Moment::kFirstForward));
+      if (prev != next) {
+        add(PairComm(at, prev, "pp_pair.prev",
+                     "single isend/irecv to the previous stage (a 2-rank communicator)",
+                     Moment::kFirstForward));
+      }
+      add(MakeComm(at, pp_group, "pp", "memory-report max over the pipeline group", kSmallAllReduce,
+                   Moment::kFirstOptimizerStep));
+    } else {
+      Comm c = MakeComm(at, pp_group, "pp",
+                        "batched pipeline send/recv (batch_isend_irecv on the pipeline group)",
+                        kPointToPoint | kSmallAllReduce, Moment::kFirstForward);
+      std::vector<int> peers;
+      if (pp_rank + 1 < pp) peers.push_back(next);
+      if (pp_rank > 0) peers.push_back(prev);
+      AddPeers(at, peers, c);
+      add(std::move(c));
+    }
+    const bool first = pp_rank == 0, last = pp_rank == pp - 1;
+    if (m.share_embeddings_and_output_weights && (first || last)) {
+      add(MakeComm(at, {at.self % stage, (pp - 1) * stage + at.self % stage}, "embedding",
+                   "tied-embedding gradient all-reduce between the first and last stage",
+                   kBulkAllReduce, Moment::kFirstOptimizerStep));
+    }
+  }
+  if (m.num_moe_experts.value_or(0) > 0 && ep > 1) {
+    const std::vector<int> ep_group = Strided(at.self, etp, ep);
+    Comm c = MakeComm(at, ep_group, "ep", "MoE token dispatch / combine all-to-all", kPointToPoint,
+                      Moment::kFirstForward);
+    AddPeers(at, ep_group, c);
+    add(std::move(c));
+    const int edp = std::max(1, stage / (etp * ep));
+    add(MakeComm(
+        at, Strided(at.self, etp * ep, edp), "expert_dp",
+        "expert gradient reduce-scatter / all-reduce over the expert data-parallel "
+        "group",
+        dist_opt ? kBulkGatherScatter : kBulkAllReduce,
+        job.ddp.overlap_grad_reduce ? Moment::kFirstGradSync : Moment::kFirstOptimizerStep));
+  }
+  return comms;
+}
+
+// torchtitan: the mesh [pp, dp_replicate, dp_shard, cp, tp]; FSDP2 all-gathers parameters
+// and reduce-scatters gradients over dp_shard x cp, all-reduces them over dp_replicate.
+std::vector<Comm> Fsdp2Comms(const model::Job& job, Placement at) {
+  const auto& m = job.model;
+  const int tp = std::max(1, m.tensor_model_parallel_size);
+  const int cp = std::max(1, m.context_parallel_size);
+  const int pp = std::max(1, m.pipeline_model_parallel_size);
+  const int per_stage = std::max(1, at.world / pp);
+  int shard = job.memtune.fsdp2.shard_degree;
+  if (shard <= 0) shard = std::max(1, per_stage / (tp * cp));
+  const int replicate = std::max(1, per_stage / (shard * tp * cp));
+  at.self = 0;
+  std::vector<Comm> comms;
+  auto add = [&](Comm c) {
+    if (c.ranks > 1) comms.push_back(std::move(c));
+  };
+  std::vector<int> all;
+  for (int r = 0; r < at.world; ++r) all.push_back(r);
+  add(MakeComm(at, all, "world", "the init barrier and the loss / grad-norm all-reduce",
+               kSmallAllReduce, Moment::kStartup));
+  add(MakeComm(at, Strided(0, 1, tp), "tp", "tensor-parallel all-gather / reduce-scatter",
+               kBulkGatherScatter | kBulkAllReduce, Moment::kFirstForward));
+  add(MakeComm(at, Strided(0, tp, shard * cp), "dp_shard_cp",
+               "FSDP2 parameter all-gather and gradient reduce-scatter", kBulkGatherScatter,
+               Moment::kFirstForward));
+  add(MakeComm(at, Strided(0, tp * cp * shard, replicate), "dp_replicate",
+               "HSDP gradient all-reduce over the replicas", kBulkAllReduce,
+               Moment::kFirstGradSync));
+  return comms;
+}
+
+}  // namespace
+
+std::vector<Comm> RankComms(const model::Job& job, int pp_rank, int gpus_per_node) {
+  Placement at;
+  at.world = std::max(1, job.memtune.world_size);
+  at.gpus_per_node = std::clamp(gpus_per_node, 1, at.world);
+  if (at.world <= 1) return {};
+  if (job.memtune.framework == model::Framework::kFsdp2) return Fsdp2Comms(job, at);
+  return MegatronComms(job, pp_rank, at);
+}
+
+}  // namespace memtune::nonpytorch
