@@ -59,6 +59,17 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
     }
     out.push_back({item.substr(0, eq), item.substr(eq + 1), "--set"});
   }
+  for (const std::string& item : f.env) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidInput("--env", "--env '" + item + "' is not NAME=VALUE",
+                          "e.g. --env NCCL_NVLS_ENABLE=0");
+    }
+    // The value as a YAML single-quoted string: the launch environment holds text.
+    std::string quoted = "'";
+    for (char c : item.substr(eq + 1)) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    out.push_back({"memtune.env." + item.substr(0, eq), quoted + "'", "--env"});
+  }
   return OkStatus();
 }
 
@@ -89,6 +100,12 @@ void AddJobOptions(CLI::App& app, JobFlags& f) {
       ->option_text("NAME|SIZE");
   app.add_option("--set", f.set, "Set any field, value as YAML (repeatable)")
       ->option_text("PATH=VALUE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--env", f.env,
+                 "Set a launch environment variable (memtune.env), e.g. NCCL_NVLS_ENABLE=0 "
+                 "(repeatable)")
+      ->option_text("NAME=VALUE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto* args = app.add_option("--megatron-args", f.megatron_args, "A Megatron-LM launch command")

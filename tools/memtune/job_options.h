@@ -25,6 +25,7 @@ struct JobFlags {
   std::string world_size;          // memtune.world_size
   std::string gpu;                 // memtune.gpu (a name) or memtune.gpu_memory_bytes (a size)
   std::vector<std::string> set;    // --set PATH=VALUE, in order
+  std::vector<std::string> env;    // --env NAME=VALUE: memtune.env.NAME, after --set
   std::string megatron_args;       // --megatron-args "..."
   std::string megatron_args_file;  // --megatron-args-file FILE
   bool verbose = false;            // --verbose

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "memtune/alloc/config.h"
 #include "memtune/core/units.h"
 #include "memtune/synth/forecast.h"
 #include "unit/estimate/test_jobs.h"
@@ -108,6 +109,52 @@ TEST(ForecastTest, PeaksThroughIterationsStopAtTheOom) {
   EXPECT_EQ(s.own.peak_allocated_through_iteration_bytes.size(), 1u);  // cut in iteration 1
   // Both modes ran out: the stage's allocated peaks come from a replay without a limit.
   EXPECT_EQ(s.peak_allocated_through_iteration_bytes, f->stages.front().peak_allocated_through_iteration_bytes);
+}
+
+}  // namespace
+}  // namespace memtune::synth
+
+namespace memtune::synth {
+namespace {
+
+nonpytorch::NonPytorchMemory OnePart(nonpytorch::Moment moment, std::int64_t bytes) {
+  return {{{"nccl", "nccl.test", bytes, bytes, bytes, moment, ""}}};
+}
+
+// Memory outside PyTorch takes the device from the moment it appears: NCCL's buffers at the
+// first optimizer step cannot use what PyTorch holds in its cache by then, so a part too
+// large for what is left fails outside PyTorch; the same part from the start leaves
+// PyTorch less room from its first allocation on, and PyTorch's allocator runs out.
+TEST(ForecastTest, MemoryOutsidePytorchAppearsAtItsMoment) {
+  const model::Job job = estimate::testing::TinyJob();
+  auto synth = TraceSynthesizer::Create(job);
+  ASSERT_TRUE(synth);
+  auto config = alloc::ParseAllocatorConfig("");
+  ASSERT_TRUE(config);
+  const std::int64_t capacity = std::int64_t{1} << 30;
+  const AllocatorRun free_run = SimulateRank(*synth, 0, *config, capacity, {});
+  ASSERT_FALSE(free_run.oom);
+  const std::int64_t part = capacity - free_run.peak_reserved_bytes + kMiB;
+
+  const AllocatorRun late = SimulateRank(
+      *synth, 0, *config, capacity, OnePart(nonpytorch::Moment::kFirstOptimizerStep, part));
+  ASSERT_TRUE(late.oom);
+  EXPECT_EQ(late.oom_outside_part, "nccl.test");
+  EXPECT_NE(late.oom_event.find("first optimizer step"), std::string::npos) << late.oom_event;
+  EXPECT_NE(late.oom_message.find("NCCL"), std::string::npos);
+  EXPECT_GT(late.oom_shortfall_bytes, 0);
+
+  const AllocatorRun early =
+      SimulateRank(*synth, 0, *config, capacity, OnePart(nonpytorch::Moment::kStartup, part));
+  ASSERT_TRUE(early.oom);
+  EXPECT_EQ(early.oom_outside_part, "");
+  EXPECT_NE(early.oom_message.find("CUDA out of memory"), std::string::npos);
+
+  // A part that fits leaves the replay as it was, with the device that much smaller.
+  const AllocatorRun fits = SimulateRank(
+      *synth, 0, *config, capacity, OnePart(nonpytorch::Moment::kFirstForward, 64 * kMiB));
+  EXPECT_FALSE(fits.oom);
+  EXPECT_EQ(fits.peak_reserved_bytes, free_run.peak_reserved_bytes);
 }
 
 }  // namespace
