@@ -26,6 +26,9 @@ ordered_json GpuJson(const GpuSpec& gpu) {
   j["total_memory_bytes"] = gpu.total_memory_bytes;
   j["total_memory_basis"] = gpu.total_memory_basis;
   j["cuda_context_bytes"] = gpu.cuda_context_bytes;
+  j["driver_reserved_bytes"] = {{"central", gpu.driver_reserved_bytes},
+                                {"low", gpu.driver_reserved_low_bytes},
+                                {"high", gpu.driver_reserved_high_bytes}};
   j["compute_capability"] = gpu.compute_capability;
   j["bf16_dense_tflops"] = gpu.bf16_dense_tflops;
   j["fp8_dense_tflops"] =
@@ -68,6 +71,10 @@ void PrintDetail(const GpuSpec& g) {
                                    g.total_memory_basis + ")"},
       {"  cuda_context_bytes",
        std::to_string(g.cuda_context_bytes) + " (" + FormatBytesBinary(g.cuda_context_bytes) + ")"},
+      {"  driver_reserved_bytes", std::to_string(g.driver_reserved_bytes) + " (" +
+                                      FormatBytesBinary(g.driver_reserved_bytes) + ", range " +
+                                      FormatBytesBinary(g.driver_reserved_low_bytes) + " to " +
+                                      FormatBytesBinary(g.driver_reserved_high_bytes) + ")"},
       {"  compute_capability", g.compute_capability},
       {"  bf16_dense_tflops", FormatNumber(g.bf16_dense_tflops)},
       {"  fp8_dense_tflops", Fp8(g)},
