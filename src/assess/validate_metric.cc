@@ -43,7 +43,11 @@ Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job,
       return through(run.peak_allocated_through_iteration_bytes, run.peak_allocated_bytes);
     if (metric == "peak_active")
       return through(run.peak_active_through_iteration_bytes, run.peak_active_bytes);
-    const std::int64_t extra = metric == "device_used" ? outside(pp_rank).TotalBytes() : 0;
+    // NVML's per-process figure holds everything the process maps, not the framebuffer the
+    // driver keeps for itself.
+    const nonpytorch::NonPytorchMemory& o = outside(pp_rank);
+    const std::int64_t extra =
+        metric == "device_used" ? o.TotalBytes() - o.KeyBytes("driver_reserved") : 0;
     return through(run.peak_reserved_through_iteration_bytes, run.peak_reserved_bytes) + extra;
   };
   const int last = synth.num_stages() - 1;

@@ -21,7 +21,8 @@ inline constexpr int kMaxReplayedIterations = 4;
 // memory report after N iterations: replays every rank's synthesized trace once under the
 // job's allocator config (docs/synth.md), with the rank's memory outside PyTorch taking
 // device memory as it appears (docs/non-pytorch.md). device_used (nvidia-smi's per-process
-// figure) adds that memory, once all of it appeared, to reserved; peak_active is the replay's
+// figure) adds that memory, once all of it appeared, to reserved, less the driver's
+// framebuffer reserve, which no process holds; peak_active is the replay's
 // active_bytes.all.peak (allocated plus blocks still awaiting another stream); max_allocated
 // replays without a capacity (the trace's allocated peak does not depend on the allocator).
 // after_iterations > 0 reads the peaks through that iteration. `rank` is "max" (the stage with the

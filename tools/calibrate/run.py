@@ -38,12 +38,42 @@ def probe():
     except ImportError:
         return {"torch": None, "cuda": False}
     info = {"torch": torch.__version__, "cuda": bool(torch.cuda.is_available()),
-            "cuda_version": torch.version.cuda}
+            "cuda_version": torch.version.cuda, "nccl_version": _nccl_version(torch)}
     if info["cuda"]:
         props = torch.cuda.get_device_properties(0)
         info.update(device_name=props.name, total_memory=props.total_memory,
                     device_count=torch.cuda.device_count())
     return info
+
+
+def _nccl_version(torch):
+    """The NCCL PyTorch was built with, "2.27.7" (memtune.versions.nccl), or None."""
+    try:
+        version = torch.cuda.nccl.version()
+    except Exception:  # a CPU-only build, or no NCCL
+        return None
+    if isinstance(version, tuple):
+        return ".".join(str(v) for v in version)
+    # Older releases return an int: 2708 (2.7.8) or, from 2.9, 21804 (2.18.4).
+    major, rest = divmod(int(version), 10000 if int(version) >= 10000 else 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def _framebuffer():
+    """nvidia-smi's framebuffer figures in bytes: total, reserved (the driver's, which CUDA
+    never sees: memtune's driver_reserved) and used, or None."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total,memory.reserved,memory.used",
+                              "--format=csv,noheader,nounits", "--id=0"],
+                             capture_output=True, text=True, timeout=30)
+        if out.returncode != 0:
+            return None
+        total, reserved, used = (int(v.strip()) for v in out.stdout.strip().split(","))
+        mib = 1 << 20
+        return {"total": total * mib, "reserved": reserved * mib, "used": used * mib,
+                "unit": "MiB from nvidia-smi, as bytes"}
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
 
 
 def _driver_version():
@@ -61,6 +91,7 @@ def environment(info, dry):
     env = dict(info, python=platform.python_version(), dry_run=dry,
                host=platform.machine())
     env["driver"] = None if dry else _driver_version()
+    env["framebuffer"] = None if dry else _framebuffer()
     return env
 
 
