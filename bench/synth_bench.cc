@@ -20,7 +20,7 @@ using memtune::bench::SeedJob;
 const memtune::nonpytorch::NonPytorchMemory& Outside512MiB() {
   static const memtune::nonpytorch::NonPytorchMemory kOutside{
       {{"cuda_context", "cuda_context", 536870912, 536870912, 536870912,
-        memtune::nonpytorch::Moment::kStartup, ""}}};
+        memtune::nonpytorch::Moment::kStartup, "", true}}};
   return kOutside;
 }
 

@@ -47,7 +47,7 @@ Result<std::pair<int, std::int64_t>> AllocatorMetric(const model::Job& job,
     // driver keeps for itself.
     const nonpytorch::NonPytorchMemory& o = outside(pp_rank);
     const std::int64_t extra =
-        metric == "device_used" ? o.TotalBytes() - o.KeyBytes("driver_reserved") : 0;
+        metric == "device_used" ? o.TotalBytes() - o.OutsideProcessBytes() : 0;
     return through(run.peak_reserved_through_iteration_bytes, run.peak_reserved_bytes) + extra;
   };
   const int last = synth.num_stages() - 1;

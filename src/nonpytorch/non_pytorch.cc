@@ -34,7 +34,7 @@ bool UsesTe(const model::Job& job) {
 
 Part ContextPart(const model::Job& job, const model::GpuSpec* gpu) {
   const std::int64_t base = gpu != nullptr ? gpu->cuda_context_bytes : 512 * kMiB;
-  Part p{"cuda_context", "cuda_context", base, base, base, Moment::kStartup, ""};
+  Part p{"cuda_context", "cuda_context", base, base, base, Moment::kStartup, "", true};
   if (UsesTe(job)) {
     p.bytes += kTeModulesBytes;
     p.low_bytes += kTeModulesLowBytes;
@@ -75,7 +75,7 @@ Part UserbuffersPart(const model::Job& job) {
     detail += ", and a bf16 set for the bf16 first/last layers";
   }
   bytes += kUbExtrasBytes;
-  return {"te_userbuffers", "te_userbuffers", bytes, bytes, bytes, Moment::kStartup, detail};
+  return {"te_userbuffers", "te_userbuffers", bytes, bytes, bytes, Moment::kStartup, detail, true};
 }
 
 }  // namespace
@@ -116,6 +116,13 @@ std::int64_t NonPytorchMemory::KeyBytes(const std::string& key) const {
   }
   return sum;
 }
+std::int64_t NonPytorchMemory::OutsideProcessBytes() const {
+  std::int64_t sum = 0;
+  for (const Part& p : parts) {
+    if (!p.in_process) sum += p.bytes;
+  }
+  return sum;
+}
 std::vector<std::string> NonPytorchMemory::Keys() const {
   std::vector<std::string> keys;
   for (const Part& p : parts) {
@@ -134,7 +141,7 @@ Result<NonPytorchMemory> EstimateNonPytorch(const model::Job& job, const model::
     out.parts.push_back({"driver_reserved", "driver_reserved", gpu->driver_reserved_bytes,
                          gpu->driver_reserved_low_bytes, gpu->driver_reserved_high_bytes,
                          Moment::kStartup,
-                         "framebuffer the driver reserves (nvidia-smi total - CUDA total)"});
+                         "framebuffer the driver reserves (nvidia-smi total - CUDA total)", false});
   }
   out.parts.push_back(ContextPart(job, gpu));
   if (job.model.tp_comm_overlap && job.model.tensor_model_parallel_size > 1 && UsesTe(job)) {
@@ -144,8 +151,8 @@ Result<NonPytorchMemory> EstimateNonPytorch(const model::Job& job, const model::
   const int gpus_per_node = job.memtune.gpus_per_node;
   for (const Comm& c : RankComms(job, pp_rank, gpus_per_node)) {
     const CommBytes b = NcclCommBytes(c, settings, fabric);
-    out.parts.push_back(
-        {"nccl", "nccl." + c.name, b.central, b.low, b.high, c.moment, b.detail + "; " + c.why});
+    out.parts.push_back({"nccl", "nccl." + c.name, b.central, b.low, b.high, c.moment,
+                         b.detail + "; " + c.why, true});
   }
   std::stable_sort(out.parts.begin(), out.parts.end(), [](const Part& a, const Part& b) {
     return static_cast<int>(a.moment) < static_cast<int>(b.moment);

@@ -48,6 +48,7 @@ class SimulatorSink : public EventSink {
     while (next_part_ < outside_.parts.size() &&
            Reached(outside_.parts[next_part_].moment, label, last_microbatch_)) {
       const nonpytorch::Part& part = outside_.parts[next_part_++];
+      if (!part.in_process) continue;  // already out of the capacity (Run)
       const std::int64_t free = sim_.DeviceFreeBytes();
       if (part.bytes > free) {
         run_.oom = true;
@@ -131,7 +132,9 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
                  std::string* allocated_event, TraceSummary* summary) {
   alloc::SimulatorOptions so;
   so.config = config;
-  so.capacity_bytes = capacity > 0 ? capacity : kNoLimitBytes;
+  // The simulator's capacity is CUDA's (cudaMemGetInfo total, what PyTorch's OOM message
+  // prints): the driver's reserve is no process's memory.
+  so.capacity_bytes = capacity > 0 ? capacity - outside.OutsideProcessBytes() : kNoLimitBytes;
   alloc::Simulator sim(so);
   AllocatorRun run;
   run.alloc_conf = config.settings;

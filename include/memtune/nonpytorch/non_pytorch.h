@@ -39,6 +39,9 @@ struct Part {
   std::int64_t high_bytes = 0;  //
   Moment moment = Moment::kStartup;
   std::string detail;  // how it is made up, e.g. "4 ranks on 1 node: init 196 MiB + ring ..."
+  // Held by the process (in NVML's per-process figure). False for the driver's reserve,
+  // which only makes CUDA's capacity smaller than nvidia-smi's total.
+  bool in_process = true;
 };
 
 // The settings the model reads, each from a job field or an env entry (memtune.env).
@@ -69,6 +72,8 @@ struct NonPytorchMemory {
   std::int64_t HighBytes() const;
   // The sum of the parts with `key` (0 when none).
   std::int64_t KeyBytes(const std::string& key) const;
+  // The sum of the parts not held by the process (the driver's reserve).
+  std::int64_t OutsideProcessBytes() const;
   // The keys present, in first-appearance order.
   std::vector<std::string> Keys() const;
 };

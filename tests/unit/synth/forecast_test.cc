@@ -1,4 +1,6 @@
 // synth::ForecastJob: the replay's statistics per stage and allocator mode.
+#include "memtune/synth/forecast.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 
 #include "memtune/alloc/config.h"
 #include "memtune/core/units.h"
-#include "memtune/synth/forecast.h"
 #include "unit/estimate/test_jobs.h"
 #include "unit/synth/synth_test_util.h"
 
@@ -29,7 +30,9 @@ void ExpectActiveEqualsAllocated(const model::Job& job) {
   }
 }
 
-TEST(ForecastTest, PeakActiveOfAMegatronJob) { ExpectActiveEqualsAllocated(estimate::testing::TinyJob()); }
+TEST(ForecastTest, PeakActiveOfAMegatronJob) {
+  ExpectActiveEqualsAllocated(estimate::testing::TinyJob());
+}
 
 TEST(ForecastTest, PeakActiveOfAnFsdp2JobOnThreeStreams) {
   ExpectActiveEqualsAllocated(estimate::testing::Fsdp2Job("selective_op"));
@@ -108,7 +111,8 @@ TEST(ForecastTest, PeaksThroughIterationsStopAtTheOom) {
   ASSERT_TRUE(s.own.oom && s.other.oom);
   EXPECT_EQ(s.own.peak_allocated_through_iteration_bytes.size(), 1u);  // cut in iteration 1
   // Both modes ran out: the stage's allocated peaks come from a replay without a limit.
-  EXPECT_EQ(s.peak_allocated_through_iteration_bytes, f->stages.front().peak_allocated_through_iteration_bytes);
+  EXPECT_EQ(s.peak_allocated_through_iteration_bytes,
+            f->stages.front().peak_allocated_through_iteration_bytes);
 }
 
 }  // namespace
@@ -118,7 +122,7 @@ namespace memtune::synth {
 namespace {
 
 nonpytorch::NonPytorchMemory OnePart(nonpytorch::Moment moment, std::int64_t bytes) {
-  return {{{"nccl", "nccl.test", bytes, bytes, bytes, moment, ""}}};
+  return {{{"nccl", "nccl.test", bytes, bytes, bytes, moment, "", true}}};
 }
 
 // Memory outside PyTorch takes the device from the moment it appears: NCCL's buffers at the
@@ -136,8 +140,8 @@ TEST(ForecastTest, MemoryOutsidePytorchAppearsAtItsMoment) {
   ASSERT_FALSE(free_run.oom);
   const std::int64_t part = capacity - free_run.peak_reserved_bytes + kMiB;
 
-  const AllocatorRun late = SimulateRank(
-      *synth, 0, *config, capacity, OnePart(nonpytorch::Moment::kFirstOptimizerStep, part));
+  const AllocatorRun late = SimulateRank(*synth, 0, *config, capacity,
+                                         OnePart(nonpytorch::Moment::kFirstOptimizerStep, part));
   ASSERT_TRUE(late.oom);
   EXPECT_EQ(late.oom_outside_part, "nccl.test");
   EXPECT_NE(late.oom_event.find("first optimizer step"), std::string::npos) << late.oom_event;
@@ -151,8 +155,8 @@ TEST(ForecastTest, MemoryOutsidePytorchAppearsAtItsMoment) {
   EXPECT_NE(early.oom_message.find("CUDA out of memory"), std::string::npos);
 
   // A part that fits leaves the replay as it was, with the device that much smaller.
-  const AllocatorRun fits = SimulateRank(
-      *synth, 0, *config, capacity, OnePart(nonpytorch::Moment::kFirstForward, 64 * kMiB));
+  const AllocatorRun fits = SimulateRank(*synth, 0, *config, capacity,
+                                         OnePart(nonpytorch::Moment::kFirstForward, 64 * kMiB));
   EXPECT_FALSE(fits.oom);
   EXPECT_EQ(fits.peak_reserved_bytes, free_run.peak_reserved_bytes);
 }
