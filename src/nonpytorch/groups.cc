@@ -5,7 +5,7 @@
 // tp-cp-ep-dp-pp (parallel_state.RankGenerator), experts tp-ep-dp-pp, torchtitan's mesh
 // [pp, dp_replicate, dp_shard, cp, tp]; rank r sits on node r / gpus_per_node.
 #include <algorithm>
-#include <set>
+#include <cstdint>
 
 #include "nonpytorch/internal.h"
 
@@ -19,43 +19,81 @@ struct Placement {
   int Node(int rank) const { return rank / gpus_per_node; }
 };
 
-// A group of `members` (global ranks, including the placement's self).
-Comm MakeComm(const Placement& at, const std::vector<int>& members, std::string name,
-              std::string why, unsigned uses, Moment moment) {
+// A group's members in increasing order: `blocks` runs of `count` ranks base + b *
+// block_stride + stride * i (a plain strided group has one block).
+struct Members {
+  std::int64_t base = 0, stride = 1, count = 1;
+  std::int64_t blocks = 1, block_stride = 0;
+};
+
+// The ranks base + stride * i, i < size.
+Members Strided(std::int64_t base, std::int64_t stride, std::int64_t size) {
+  return {base, stride, size, 1, 0};
+}
+
+// A group of `members` (including the placement's self). Ranks come in increasing order,
+// so their nodes do too: distinct nodes are counted as changes, and a contiguous run in
+// O(1), so a million-rank world costs nothing.
+Comm MakeComm(const Placement& at, const Members& m, std::string name, std::string why,
+              unsigned uses, Moment moment) {
   Comm c;
   c.name = std::move(name);
   c.why = std::move(why);
-  c.ranks = static_cast<int>(members.size());
-  std::set<int> nodes;
-  for (int r : members) {
-    nodes.insert(at.Node(r));
-    if (at.Node(r) == at.Node(at.self)) ++c.local_ranks;
+  c.ranks = static_cast<int>(m.count * m.blocks);
+  const std::int64_t g = at.gpus_per_node;
+  const std::int64_t self_node = at.self / g;
+  std::int64_t nodes = 0, local = 0, last_node = -1;
+  for (std::int64_t b = 0; b < m.blocks; ++b) {
+    const std::int64_t start = m.base + b * m.block_stride;
+    if (m.stride == 1) {
+      const std::int64_t first = start / g, last = (start + m.count - 1) / g;
+      nodes += last - first + 1 - (first == last_node ? 1 : 0);
+      last_node = last;
+      if (self_node >= first && self_node <= last) {
+        local += std::min(start + m.count, (self_node + 1) * g) - std::max(start, self_node * g);
+      }
+      continue;
+    }
+    for (std::int64_t i = 0; i < m.count; ++i) {
+      const std::int64_t node = (start + m.stride * i) / g;
+      if (node != last_node) ++nodes;
+      last_node = node;
+      if (node == self_node) ++local;
+    }
   }
-  c.nodes = static_cast<int>(nodes.size());
+  c.nodes = static_cast<int>(nodes);
+  c.local_ranks = static_cast<int>(local);
   c.uses = uses;
   c.moment = moment;
   return c;
 }
 
-// The ranks base + stride * i, i < size.
-std::vector<int> Strided(int base, int stride, int size) {
-  std::vector<int> out;
-  for (int i = 0; i < size; ++i) out.push_back(base + stride * i);
-  return out;
-}
-
 // A point-to-point pair communicator with `peer`.
 Comm PairComm(const Placement& at, int peer, std::string name, std::string why, Moment moment) {
-  Comm c = MakeComm(at, {at.self, peer}, std::move(name), std::move(why), kPointToPoint, moment);
+  const int low = std::min(at.self, peer), high = std::max(at.self, peer);
+  Comm c = MakeComm(at, Strided(low, high - low, 2), std::move(name), std::move(why), kPointToPoint,
+                    moment);
   (at.Node(peer) == at.Node(at.self) ? c.p2p_peers_local : c.p2p_peers_remote) = 1;
   return c;
 }
 
 // Counts the distinct peers other than self, on this node and on others.
-void AddPeers(const Placement& at, const std::vector<int>& peers, Comm& c) {
-  for (int p : std::set<int>(peers.begin(), peers.end())) {
+void AddPeers(const Placement& at, std::vector<int> peers, Comm& c) {
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  for (int p : peers) {
     if (p == at.self) continue;
     (at.Node(p) == at.Node(at.self) ? c.p2p_peers_local : c.p2p_peers_remote) += 1;
+  }
+}
+
+// Every member of a strided group but self, as peers (the MoE all-to-all).
+void AddGroupPeers(const Placement& at, const Members& m, Comm& c) {
+  for (std::int64_t i = 0; i < m.count; ++i) {
+    const std::int64_t r = m.base + m.stride * i;
+    if (r == at.self) continue;
+    (r / at.gpus_per_node == at.self / at.gpus_per_node ? c.p2p_peers_local : c.p2p_peers_remote) +=
+        1;
   }
 }
 
@@ -75,8 +113,7 @@ std::vector<Comm> MegatronComms(const model::Job& job, int pp_rank, Placement at
   auto add = [&](Comm c) {
     if (c.ranks > 1) comms.push_back(std::move(c));
   };
-  std::vector<int> all;
-  for (int r = 0; r < at.world; ++r) all.push_back(r);
+  const Members all = Strided(0, 1, at.world);
   add(MakeComm(at, all, "world",
                "the init barrier and the per-iteration all_reduce of the exit flag and timers "
                "(Bridge training/train.py)",
@@ -114,24 +151,21 @@ std::vector<Comm> MegatronComms(const model::Job& job, int pp_rank, Placement at
   if (dist_opt) {
     const int instances = std::max(1, job.ddp.num_distributed_optimizer_instances);
     const int span = std::max(1, at.world / instances);
-    const std::vector<int> instance = Strided(at.self / span * span, 1, span);
+    const Members instance = Strided(at.self / span * span, 1, span);
     add(MakeComm(at, instance, "dist_opt_instance",
                  "grad-norm and zero-count all-reduce of the distributed optimizer "
                  "(MCore optimizer, intra distributed-optimizer instance group)",
                  kSmallAllReduce, Moment::kFirstOptimizerStep));
   }
   if (tp * pp > 1 && pp > 1) {
-    std::vector<int> mp;
-    for (int s = 0; s < pp; ++s) {
-      for (int t = 0; t < tp; ++t) mp.push_back(s * stage + t);
-    }
+    const Members mp{0, 1, tp, pp, stage};  // TP ranks 0..tp-1 of every stage
     add(MakeComm(at, mp, "model_parallel",
                  "per-iteration logical_and / max reductions on the model-parallel group "
                  "(Bridge training/train.py)",
                  kSmallAllReduce, Moment::kFirstOptimizerStep));
   }
   if (pp > 1) {
-    const std::vector<int> pp_group = Strided(at.self % stage, stage, pp);
+    const Members pp_group = Strided(at.self % stage, stage, pp);
     const int next = ((pp_rank + 1) % pp) * stage + at.self % stage;
     const int prev = ((pp_rank + pp - 1) % pp) * stage + at.self % stage;
     if (vpp) {
@@ -160,16 +194,16 @@ std::vector<Comm> MegatronComms(const model::Job& job, int pp_rank, Placement at
     }
     const bool first = pp_rank == 0, last = pp_rank == pp - 1;
     if (m.share_embeddings_and_output_weights && (first || last)) {
-      add(MakeComm(at, {at.self % stage, (pp - 1) * stage + at.self % stage}, "embedding",
+      add(MakeComm(at, Strided(at.self % stage, (pp - 1) * stage, 2), "embedding",
                    "tied-embedding gradient all-reduce between the first and last stage",
                    kBulkAllReduce, Moment::kFirstOptimizerStep));
     }
   }
   if (m.num_moe_experts.value_or(0) > 0 && ep > 1) {
-    const std::vector<int> ep_group = Strided(at.self, etp, ep);
+    const Members ep_group = Strided(at.self, etp, ep);
     Comm c = MakeComm(at, ep_group, "ep", "MoE token dispatch / combine all-to-all", kPointToPoint,
                       Moment::kFirstForward);
-    AddPeers(at, ep_group, c);
+    AddGroupPeers(at, ep_group, c);
     add(std::move(c));
     const int edp = std::max(1, stage / (etp * ep));
     add(MakeComm(
@@ -198,8 +232,7 @@ std::vector<Comm> Fsdp2Comms(const model::Job& job, Placement at) {
   auto add = [&](Comm c) {
     if (c.ranks > 1) comms.push_back(std::move(c));
   };
-  std::vector<int> all;
-  for (int r = 0; r < at.world; ++r) all.push_back(r);
+  const Members all = Strided(0, 1, at.world);
   add(MakeComm(at, all, "world", "the init barrier and the loss / grad-norm all-reduce",
                kSmallAllReduce, Moment::kStartup));
   add(MakeComm(at, Strided(0, 1, tp), "tp", "tensor-parallel all-gather / reduce-scatter",

@@ -231,3 +231,50 @@ TEST(NonPytorchTest, BadSettingsNameTheEntry) {
 
 }  // namespace
 }  // namespace memtune::nonpytorch
+
+namespace memtune::nonpytorch {
+namespace {
+
+// Every communicator's shape is consistent with its placement, for layouts that do not
+// fill whole nodes; a world of 20 GPUs in nodes of 8 has 3 nodes, the last holding 4.
+TEST(NonPytorchTest, CommunicatorShapesAreConsistentWithThePlacement) {
+  model::Job job = SeedJob();
+  job.model.virtual_pipeline_model_parallel_size.reset();
+  for (int tp : {1, 2, 4, 8}) {
+    for (int pp : {1, 2, 5}) {
+      for (int dp : {1, 2, 3}) {
+        for (int gpn : {1, 4, 8}) {
+          job.model.tensor_model_parallel_size = tp;
+          job.model.pipeline_model_parallel_size = pp;
+          job.memtune.world_size = tp * pp * dp;
+          for (int r = 0; r < pp; ++r) {
+            for (const Comm& c : RankComms(job, r, gpn)) {
+              const int g = std::min(gpn, job.memtune.world_size);
+              SCOPED_TRACE(c.name + " tp" + std::to_string(tp) + " pp" + std::to_string(pp) +
+                           " dp" + std::to_string(dp) + " gpn" + std::to_string(gpn));
+              EXPECT_GE(c.ranks, 2);
+              EXPECT_GE(c.local_ranks, 1);
+              EXPECT_LE(c.local_ranks, std::min(c.ranks, g));
+              EXPECT_GE(c.nodes, (c.ranks + g - 1) / g);
+              EXPECT_LE(c.nodes, c.ranks);
+              EXPECT_LE(c.ranks, c.local_ranks + (c.nodes - 1) * g);
+            }
+          }
+        }
+      }
+    }
+  }
+  job.model.tensor_model_parallel_size = 4;
+  job.model.pipeline_model_parallel_size = 5;
+  job.memtune.world_size = 20;  // DP 1: pipeline rank 4 is global rank 16, on node 2
+  for (int r : {0, 4}) {
+    for (const Comm& c : RankComms(job, r, 8)) {
+      if (c.name != "world") continue;
+      EXPECT_EQ(c.nodes, 3);
+      EXPECT_EQ(c.local_ranks, r == 0 ? 8 : 4);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memtune::nonpytorch
