@@ -21,13 +21,87 @@ std::string NumberText(double value) {
   return text;
 }
 
-// A mapping in Bridge's object form: has _target_ (function, dtype, class) or _name_ (enum).
-std::string ObjectName(const YAML::Node& node) {
+// Megatron-Core enums whose members Bridge's YAML writer dumps by value
+// (megatron/bridge/utils/yaml_utils.py _enum_representer: {_target_: <module>.<Enum>,
+// _call_: true, _args_: [value]}), with the member names of
+// megatron/core/transformer/enums.py. String-valued enums (Fp8Recipe, ...) need no table:
+// their value is the name.
+struct EnumMembers {
+  const char* enum_class;  // the last component of _target_
+  std::vector<std::pair<std::int64_t, const char*>> members;
+};
+
+const std::vector<EnumMembers>& McoreEnums() {
+  static const std::vector<EnumMembers> kEnums = {
+      {"AttnBackend", {{1, "flash"}, {2, "fused"}, {3, "unfused"}, {4, "local"}, {5, "auto"}}},
+      // The pre-CudaGraphModule enum, kept by MCore for old checkpoints.
+      {"CudaGraphScope",
+       {{1, "full_iteration"},
+        {2, "attn"},
+        {3, "mlp"},
+        {4, "moe"},
+        {5, "moe_router"},
+        {6, "moe_preprocess"},
+        {7, "mamba"},
+        {8, "full_iteration_inference"}}},
+      {"CudaGraphModule",
+       {{1, "attn"},
+        {2, "mlp"},
+        {3, "moe"},
+        {4, "moe_router"},
+        {5, "moe_preprocess"},
+        {6, "mamba"}}},
+  };
+  return kEnums;
+}
+
+// The enum member an instantiation-form mapping names: its `_args_` value, read through
+// the member table for integer values. "" when the mapping is not an enum call.
+Result<std::string> EnumMember(const YAML::Node& node, const std::string& path) {
+  const YAML::Node target = node["_target_"];
+  const YAML::Node args = node["_args_"];
+  const YAML::Node call = node["_call_"];
+  if (!target || !target.IsScalar() || !args || !args.IsSequence() || args.size() != 1 ||
+      !args[0].IsScalar() || (call && call.IsScalar() && call.Scalar() == "false")) {
+    return std::string();
+  }
+  const std::string value = args[0].Scalar();
+  std::int64_t number = 0;
+  try {
+    number = args[0].as<std::int64_t>();
+  } catch (const YAML::Exception&) {
+    return value;  // a string-valued enum: the value is the name
+  }
+  const std::string& cls = target.Scalar();
+  const std::string short_name =
+      cls.substr(cls.rfind('.') == std::string::npos ? 0 : cls.rfind('.') + 1);
+  for (const EnumMembers& e : McoreEnums()) {
+    if (short_name != e.enum_class) continue;
+    std::string allowed;
+    for (const auto& [v, name] : e.members) {
+      if (v == number) return std::string(name);
+      allowed += (allowed.empty() ? "" : ", ") + std::string(name) + " = " + std::to_string(v);
+    }
+    return InvalidInput(path,
+                        path + " = " + cls + "(" + value + ") is not a member of " + e.enum_class,
+                        "allowed: " + allowed);
+  }
+  return InvalidInput(
+      path, path + " = " + cls + "(" + value + ") is an enum memtune cannot read",
+      "write the member's name instead, e.g. " + path.substr(path.rfind('.') + 1) + ": <name>");
+}
+
+// A mapping in Bridge's instantiation form: an enum call ({_target_: Enum, _call_: true,
+// _args_: [v]}: the member), a member name (_name_), or a function / dtype / class
+// ({_target_: torch.bfloat16, _call_: false}: the target). "" otherwise.
+Result<std::string> ObjectName(const YAML::Node& node, const std::string& path) {
   if (const YAML::Node name = node["_name_"]; name && name.IsScalar()) return name.Scalar();
+  MEMTUNE_TRY(std::string member, EnumMember(node, path));
+  if (!member.empty()) return member;
   if (const YAML::Node target = node["_target_"]; target && target.IsScalar()) {
     return target.Scalar();
   }
-  return "";
+  return std::string();
 }
 
 }  // namespace
@@ -115,7 +189,8 @@ Result<double> ToDouble(const YAML::Node& node, const std::string& path, double 
 Result<std::string> ToName(const YAML::Node& node, const std::string& path) {
   if (node.IsScalar()) return node.Scalar();
   if (node.IsMap()) {
-    if (std::string name = ObjectName(node); !name.empty()) return name;
+    MEMTUNE_TRY(std::string name, ObjectName(node, path));
+    if (!name.empty()) return name;
   }
   return WrongType(node, path, "a string", "a name, or a {_target_: ...} mapping as Bridge writes");
 }

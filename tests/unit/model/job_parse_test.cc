@@ -293,6 +293,41 @@ TEST(JobParseTest, BridgeObjectFormsAreAccepted) {
   EXPECT_EQ(doc.job.peft->alpha, 64);  // DoRA's default, not LoRA's 32
 }
 
+// Bridge's YAML writer dumps an enum as a call with its value (_enum_representer in
+// megatron/bridge/utils/yaml_utils.py); integer values are read through MCore's member
+// tables, string values are the names.
+TEST(JobParseTest, BridgeEnumCallsAreReadByValue) {
+  const JobDocument doc = Parse(
+      std::string(kArch) +
+      "  attention_backend: {_target_: megatron.core.transformer.enums.AttnBackend,\n"
+      "                      _call_: true, _args_: [3]}\n"
+      "  cuda_graph_impl: transformer_engine\n"
+      "  cuda_graph_scope:\n"
+      "    - {_target_: megatron.core.transformer.enums.CudaGraphModule, _call_: true, "
+      "_args_: [1]}\n"
+      "    - {_target_: megatron.core.transformer.enums.CudaGraphScope, _call_: true, "
+      "_args_: [3]}\n"
+      "mixed_precision:\n"
+      "  bf16: true\n"
+      "  fp8: hybrid\n"
+      "  fp8_recipe: {_target_: megatron.core.enums.Fp8Recipe, _call_: true, _args_: [delayed]}\n");
+  EXPECT_EQ(doc.job.model.attention_backend, model::AttentionBackend::kUnfused);
+  EXPECT_THAT(doc.job.model.cuda_graph_scope, ElementsAre("attn", "mlp"));
+  EXPECT_EQ(doc.job.model.fp8_recipe, model::Fp8Recipe::kDelayed);
+  EXPECT_EQ(
+      Line(
+          ParseError(std::string(kArch) +
+                     "  attention_backend: {_target_: megatron.core.transformer.enums.AttnBackend, "
+                     "_call_: true, _args_: [9]}\n")),
+      "model.attention_backend = megatron.core.transformer.enums.AttnBackend(9) is not a member "
+      "of AttnBackend; allowed: flash = 1, fused = 2, unfused = 3, local = 4, auto = 5");
+  EXPECT_EQ(Line(ParseError(std::string(kArch) +
+                            "  attention_backend: {_target_: some.module.Backend, _call_: true, "
+                            "_args_: [2]}\n")),
+            "model.attention_backend = some.module.Backend(2) is an enum memtune cannot read; "
+            "write the member's name instead, e.g. attention_backend: <name>");
+}
+
 TEST(JobParseTest, NullMeansDefaultAndOptionalNullMeansNone) {
   const JobDocument doc = Parse(std::string(kArch) +
                                 "  num_query_groups: null\n"
