@@ -80,9 +80,31 @@ Result<std::string> Activation(const HfReader& hf) {
   const char* key = hf.Has("hidden_act") ? "hidden_act" : "hidden_activation";
   MEMTUNE_TRY(const std::string act, hf.String(key, "silu"));
   if (act == "silu" || act == "gelu" || act == "relu" || act == "quick_gelu") return act;
+  // Gemma's GeGLU (tanh-approximated GELU): the same tensors as GELU.
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new") return std::string("gelu");
   if (act == "relu2" || act == "squared_relu") return std::string("squared_relu");
   return Unsupported(hf.Path(key), "hidden_act '" + act + "' is not supported",
-                     "supported: gelu, quick_gelu, relu, relu2, silu, squared_relu");
+                     "supported: gelu, gelu_pytorch_tanh, quick_gelu, relu, relu2, silu, "
+                     "squared_relu");
+}
+
+// Bridge model_bridge.py dtype_from_hf(config, default=torch.float32): `torch_dtype` (or
+// `dtype`, its transformers >= 4.56 name) sets params_dtype, and bf16 / fp16 with it, as
+// every model bridge's provider_bridge does.
+Status MapDtype(const HfReader& hf, YAML::Node& out) {
+  const char* key = hf.Has("dtype") && !hf.Has("torch_dtype") ? "dtype" : "torch_dtype";
+  MEMTUNE_TRY(const std::string dtype, hf.String(key, "float32"));
+  const std::pair<const char*, const char*> kDtypes[] = {
+      {"float32", "fp32"}, {"bfloat16", "bf16"}, {"float16", "fp16"}};
+  for (const auto& [hf_name, name] : kDtypes) {
+    if (dtype != hf_name) continue;
+    out["params_dtype"] = name;
+    out["bf16"] = dtype == "bfloat16";
+    out["fp16"] = dtype == "float16";
+    return OkStatus();
+  }
+  return Unsupported(hf.Path(key), std::string(key) + " '" + dtype + "' is not supported",
+                     "supported: bfloat16, float16, float32");
 }
 
 // Copies an optional integer key to `out[name]`.
@@ -95,7 +117,8 @@ Status MapInt(const HfReader& hf, YAML::Node& out, const char* key, const char* 
 // model_bridge.py CONFIG_MAPPING (architecture subset) plus the activation and vocab
 // divisor every bridge inherits. Absent keys take the transformers config class defaults
 // (attention_bias: true for gpt_oss, false elsewhere; mlp_bias and tie_word_embeddings false).
-Status MapCommon(const HfReader& hf, YAML::Node& out, bool attention_bias_default) {
+Status MapCommon(const HfReader& hf, YAML::Node& out, bool attention_bias_default,
+                 bool tie_default) {
   MEMTUNE_TRY(out["num_layers"], hf.Int("num_hidden_layers"));
   MEMTUNE_TRY(out["hidden_size"], hf.Int("hidden_size"));
   MEMTUNE_TRY(out["ffn_hidden_size"], hf.Int("intermediate_size"));
@@ -105,7 +128,8 @@ Status MapCommon(const HfReader& hf, YAML::Node& out, bool attention_bias_defaul
   MEMTUNE_TRY(const std::int64_t vocab, hf.Int("vocab_size"));
   out["vocab_size"] = vocab;
   out["make_vocab_size_divisible_by"] = VocabDivisor(vocab);
-  MEMTUNE_TRY(out["share_embeddings_and_output_weights"], hf.Bool("tie_word_embeddings", false));
+  MEMTUNE_TRY(out["share_embeddings_and_output_weights"],
+              hf.Bool("tie_word_embeddings", tie_default));
   out["gated_linear_unit"] = true;
   MEMTUNE_TRY(out["activation_func"], Activation(hf));
   out["normalization"] = "RMSNorm";
@@ -123,7 +147,7 @@ Status MapCommon(const HfReader& hf, YAML::Node& out, bool attention_bias_defaul
   MEMTUNE_RETURN_IF_ERROR(MapInt(hf, out, "num_experts_per_tok", "moe_router_topk"));
   MEMTUNE_RETURN_IF_ERROR(MapInt(hf, out, "moe_intermediate_size", "moe_ffn_hidden_size"));
   MEMTUNE_RETURN_IF_ERROR(MapInt(hf, out, "max_position_embeddings", "seq_length"));
-  return OkStatus();
+  return MapDtype(hf, out);
 }
 
 void MoeDispatch(YAML::Node& out) {
@@ -208,7 +232,8 @@ Result<json> ParseJson(std::string_view text, std::string_view field) {
 }  // namespace
 
 std::vector<std::string> SupportedHfModelTypes() {
-  return {"deepseek_v3", "gpt_oss", "llama", "mixtral", "qwen2", "qwen3", "qwen3_moe"};
+  return {"deepseek_v3", "gemma", "gpt_oss", "llama", "mistral",
+          "mixtral",     "phi3",  "qwen2",   "qwen3", "qwen3_moe"};
 }
 
 Result<YAML::Node> HfConfigToModelNode(std::string_view json_text, std::string_view field) {
@@ -223,7 +248,8 @@ Result<YAML::Node> HfConfigToModelNode(std::string_view json_text, std::string_v
     return Unsupported(hf.Path("model_type"), "model_type '" + type + "' is not supported", hint);
   }
   YAML::Node out(YAML::NodeType::Map);
-  MEMTUNE_RETURN_IF_ERROR(MapCommon(hf, out, type == "gpt_oss"));
+  // transformers' GemmaConfig ties the embeddings by default; the others do not.
+  MEMTUNE_RETURN_IF_ERROR(MapCommon(hf, out, type == "gpt_oss", type == "gemma"));
   if (type.rfind("qwen", 0) == 0) ApplyQwen(type, out);
   if (type == "mixtral") ApplyMixtral(out);
   if (type == "deepseek_v3") MEMTUNE_RETURN_IF_ERROR(ApplyDeepSeekV3(hf, out));

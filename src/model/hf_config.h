@@ -19,7 +19,7 @@
 namespace memtune::model {
 
 // The model_type values HfConfigToModelNode accepts, sorted:
-// deepseek_v3, gpt_oss, llama, mixtral, qwen2, qwen3, qwen3_moe.
+// deepseek_v3, gemma, gpt_oss, llama, mistral, mixtral, phi3, qwen2, qwen3, qwen3_moe.
 std::vector<std::string> SupportedHfModelTypes();
 
 // Converts the text of a config.json into a job-format `model:` mapping (num_layers,

@@ -118,7 +118,42 @@ TEST(HfConfigTest, LlamaWholeMapping) {
             "hidden_dropout: 0\n"
             "attention_dropout: 0\n"
             "position_embedding_type: rope\n"
-            "seq_length: 8192");
+            "seq_length: 8192\n"
+            "params_dtype: bf16\n"
+            "bf16: true\n"
+            "fp16: false");
+}
+
+// Bridge's dtype_from_hf: torch_dtype (or dtype) sets params_dtype and bf16 / fp16; absent,
+// the parameters are fp32.
+TEST(HfConfigTest, TorchDtypeSetsTheParameterPrecision) {
+  EXPECT_EQ(Str(Convert(kLlama3_8B), "params_dtype"), "bf16");
+  const YAML::Node qwen = Convert(kQwen25_7B);  // no torch_dtype key
+  EXPECT_EQ(Str(qwen, "params_dtype"), "fp32");
+  EXPECT_FALSE(Bool(qwen, "bf16"));
+  const YAML::Node half = Convert(R"({"model_type": "llama", "hidden_size": 64,
+      "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
+      "vocab_size": 256, "dtype": "float16"})");
+  EXPECT_EQ(Str(half, "params_dtype"), "fp16");
+  EXPECT_TRUE(Bool(half, "fp16"));
+  auto bad = HfConfigToModelNode(R"({"model_type": "llama", "hidden_size": 64,
+      "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
+      "vocab_size": 256, "torch_dtype": "float8_e4m3fn"})",
+                                 kField);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "model.hf_config.torch_dtype");
+}
+
+// Gemma: GeGLU (gelu_pytorch_tanh), head_dim 256, embeddings tied by default.
+TEST(HfConfigTest, GemmaDefaults) {
+  const YAML::Node m = Convert(R"({"model_type": "gemma", "head_dim": 256,
+      "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2048,
+      "intermediate_size": 16384, "num_attention_heads": 8, "num_hidden_layers": 18,
+      "num_key_value_heads": 1, "vocab_size": 256000, "torch_dtype": "bfloat16"})");
+  EXPECT_EQ(Str(m, "activation_func"), "gelu");
+  EXPECT_TRUE(Bool(m, "gated_linear_unit"));
+  EXPECT_TRUE(Bool(m, "share_embeddings_and_output_weights"));
+  EXPECT_EQ(Int(m, "kv_channels"), 256);
 }
 
 TEST(HfConfigTest, Qwen2HasQkvBias) {
@@ -209,7 +244,8 @@ TEST(HfConfigTest, UnsupportedModelTypeListsTheSupportedOnes) {
   EXPECT_EQ(node.error().Describe(),
             "model.hf_config.model_type: model_type 'bert' is not supported");
   EXPECT_EQ(node.error().hint,
-            "supported: deepseek_v3, gpt_oss, llama, mixtral, qwen2, qwen3, qwen3_moe");
+            "supported: deepseek_v3, gemma, gpt_oss, llama, mistral, mixtral, phi3, qwen2, qwen3, "
+            "qwen3_moe");
 }
 
 TEST(HfConfigTest, CloseModelTypeGetsASuggestion) {
@@ -242,11 +278,11 @@ TEST(HfConfigTest, MissingAndMistypedKeys) {
 
 TEST(HfConfigTest, UnsupportedActivation) {
   std::string json = kLlama3_8B;
-  json.replace(json.find("\"silu\""), 6, "\"gelu_new\"");
+  json.replace(json.find("\"silu\""), 6, "\"mish\"");
   auto node = HfConfigToModelNode(json, kField);
   ASSERT_FALSE(node.has_value());
   EXPECT_EQ(node.error().Describe(),
-            "model.hf_config.hidden_act: hidden_act 'gelu_new' is not supported");
+            "model.hf_config.hidden_act: hidden_act 'mish' is not supported");
 }
 
 TEST(HfConfigTest, NotAnObject) {
