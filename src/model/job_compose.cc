@@ -2,6 +2,8 @@
 #include "memtune/model/job_compose.h"
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "model/job_values.h"
 #include "model/job_yaml.h"
@@ -104,6 +106,25 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
   if (!doc) return Attribute(doc.error(), origins);
   for (const std::string& flag : ignored_flags) doc->ignored_fields.push_back(flag);
   return doc;
+}
+
+}  // namespace memtune::model
+
+namespace memtune::model {
+
+bool LooksLikeHfConfig(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') return false;
+  const nlohmann::json root = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (root.is_discarded() || !root.is_object()) return false;
+  return root.contains("model_type") &&
+         (root.contains("num_hidden_layers") || root.contains("architectures"));
+}
+
+std::string HfConfigJobDocument(const std::string& path) {
+  std::string quoted = "'";
+  for (char c : path) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return "model:\n  hf_config: " + quoted + "'\n";
 }
 
 }  // namespace memtune::model

@@ -106,6 +106,8 @@ std::string RenderEstimateJson(const assess::Assessment& a, const EstimateReport
   j["schema"] = "memtune.estimate/1";
   j["mode"] = estimate::ModeName(e.mode);
   if (!ctx.job_name.empty()) j["job"] = ctx.job_name;
+  if (!ctx.precision.empty()) j["precision"] = ctx.precision;
+  if (!ctx.parameters.empty()) j["parameters"] = ctx.parameters;
   j["ranks"] = ordered_json::array();
   for (std::size_t i = 0; i < e.ranks.size(); ++i) {
     ordered_json rank = RankJson(e.ranks[i]);

@@ -156,8 +156,11 @@ void AppendList(std::string& out, const char* title, const std::vector<std::stri
 
 std::string RenderEstimateText(const assess::Assessment& a, const EstimateReportContext& ctx) {
   const estimate::Estimate& e = a.estimate;
-  std::string out = fmt::format("memtune estimate ({} mode){}\n\n", estimate::ModeName(e.mode),
+  std::string out = fmt::format("memtune estimate ({} mode){}\n", estimate::ModeName(e.mode),
                                 ctx.job_name.empty() ? "" : ": " + ctx.job_name);
+  if (!ctx.precision.empty()) out += "precision: " + ctx.precision + "\n";
+  if (!ctx.parameters.empty()) out += "parameters: " + ctx.parameters + "\n";
+  out += "\n";
   AppendTable(out, e);
   AppendVerdict(out, a, ctx);
   if (a.forecast) internal::AppendForecastText(out, a, *a.forecast);  // reserved, verdicts, advice

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "job_options.h"
 #include "memtune/assess/assess.h"
+#include "memtune/model/job_summary.h"
 #include "memtune/report/estimate_report.h"
 
 namespace memtune::cli {
@@ -48,7 +49,8 @@ int RunEstimate(int argc, char** argv) {
   if (int code = WriteTraceIfAsked(doc->job, *assessment, alloc_flags, options); code >= 0)
     return code;
   const report::EstimateReportContext context{flags.job_file, doc->job.memtune.gpu,
-                                              doc->defaults_used};
+                                              doc->defaults_used, model::DescribePrecision(*doc),
+                                              model::DescribeParameters(doc->job)};
   std::cout << (format == OutputFormat::kJson ? report::RenderEstimateJson(*assessment, context)
                                               : report::RenderEstimateText(*assessment, context));
   return kExitOk;

@@ -22,6 +22,13 @@ Result<std::string> ReadText(const std::string& path, const std::string& field) 
   return ReadInputFile(path, field);
 }
 
+// `text` as a YAML single-quoted scalar.
+std::string YamlQuoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return quoted + "'";
+}
+
 // Flag -> document path, in the order they are applied.
 void AddFlagOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) {
   const std::pair<const std::string*, std::pair<const char*, const char*>> kFlags[] = {
@@ -37,6 +44,7 @@ void AddFlagOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) {
       {&f.mbs, {"train.micro_batch_size", "--mbs"}},
       {&f.gbs, {"train.global_batch_size", "--gbs"}},
       {&f.world_size, {"memtune.world_size", "--world-size"}},
+      {&f.precision, {"mixed_precision", "--precision"}},
   };
   for (const auto& [value, target] : kFlags) {
     if (!value->empty()) out.push_back({target.first, *value, target.second});
@@ -65,10 +73,8 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
       return InvalidInput("--env", "--env '" + item + "' is not NAME=VALUE",
                           "e.g. --env NCCL_NVLS_ENABLE=0");
     }
-    // The value as a YAML single-quoted string: the launch environment holds text.
-    std::string quoted = "'";
-    for (char c : item.substr(eq + 1)) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-    out.push_back({"memtune.env." + item.substr(0, eq), quoted + "'", "--env"});
+    // The value as a YAML string: the launch environment holds text.
+    out.push_back({"memtune.env." + item.substr(0, eq), YamlQuoted(item.substr(eq + 1)), "--env"});
   }
   return OkStatus();
 }
@@ -95,7 +101,15 @@ void AddJobOptions(CLI::App& app, JobFlags& f) {
   app.add_option("--seq", f.seq, "Sequence length (model and dataset)")->option_text("TOKENS");
   app.add_option("--mbs", f.mbs, "Micro-batch size")->option_text("N");
   app.add_option("--gbs", f.gbs, "Global batch size")->option_text("N");
-  app.add_option("--world-size", f.world_size, "Number of GPUs")->option_text("N");
+  app.add_option("--world-size,--gpus,--num-gpus", f.world_size, "Number of GPUs")
+      ->option_text("N");
+  app.add_option("--precision", f.precision,
+                 "Bridge mixed-precision preset (mixed_precision), e.g. bf16_mixed, "
+                 "bf16_with_fp8_current_scaling_mixed")
+      ->option_text("PRESET");
+  app.add_option("--hf-config", f.hf_config,
+                 "A Hugging Face config.json for the architecture (model.hf_config)")
+      ->option_text("FILE");
   app.add_option("--gpu", f.gpu, "GPU catalog name, or a capacity such as 80GiB")
       ->option_text("NAME|SIZE");
   app.add_option("--set", f.set, "Set any field, value as YAML (repeatable)")
@@ -124,6 +138,10 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
     MEMTUNE_TRY(inputs.document, ReadText(f.job_file, "JOB"));
     options.source_name = f.job_file;
     options.base_dir = std::filesystem::path(f.job_file).parent_path().string();
+    // A Hugging Face config.json given as the job: its architecture, as --hf-config reads it.
+    if (f.job_file != "-" && model::LooksLikeHfConfig(inputs.document)) {
+      inputs.document = model::HfConfigJobDocument(std::filesystem::absolute(f.job_file).string());
+    }
   } else if (!f.example.empty()) {
     MEMTUNE_TRY(inputs.document, model::ExampleJobYaml(f.example));
     options.source_name = "example " + f.example;
@@ -131,6 +149,11 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
   inputs.megatron_args = f.megatron_args;
   if (!f.megatron_args_file.empty()) {
     MEMTUNE_TRY(inputs.megatron_args, ReadText(f.megatron_args_file, "--megatron-args-file"));
+  }
+  if (!f.hf_config.empty()) {
+    inputs.overrides.push_back({"model.hf_config",
+                                YamlQuoted(std::filesystem::absolute(f.hf_config).string()),
+                                "--hf-config"});
   }
   AddFlagOverrides(f, inputs.overrides);
   MEMTUNE_RETURN_IF_ERROR(AddSetOverrides(f, inputs.overrides));

@@ -22,7 +22,9 @@ struct JobFlags {
   bool sp = false;                 // --sp -> model.sequence_parallel: true
   std::string seq;                 // --seq -> model.seq_length and dataset.seq_length
   std::string mbs, gbs;            // train.micro_batch_size, train.global_batch_size
-  std::string world_size;          // memtune.world_size
+  std::string world_size;          // memtune.world_size (--world-size, --gpus, --num-gpus)
+  std::string precision;           // --precision PRESET -> mixed_precision
+  std::string hf_config;           // --hf-config FILE -> model.hf_config
   std::string gpu;                 // memtune.gpu (a name) or memtune.gpu_memory_bytes (a size)
   std::vector<std::string> set;    // --set PATH=VALUE, in order
   std::vector<std::string> env;    // --env NAME=VALUE: memtune.env.NAME, after --set

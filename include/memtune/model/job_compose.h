@@ -41,4 +41,12 @@ struct JobInputs {
 //   "--tp"}}}; Result<JobDocument> doc = ComposeJob(in, {.source_name = "job.yaml"});
 Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& options = {});
 
+// Whether `text` is a Hugging Face config.json rather than a job document: a JSON object
+// with "model_type" and "num_hidden_layers" (or "architectures") at the top level.
+bool LooksLikeHfConfig(std::string_view text);
+
+// The job document that names `path` as its model.hf_config (for a config.json given as
+// the job itself or with --hf-config).
+std::string HfConfigJobDocument(const std::string& path);
+
 }  // namespace memtune::model

@@ -17,6 +17,8 @@ struct EstimateReportContext {
   std::string job_name;                    // as the user named the job file
   std::string gpu_name;                    // catalog name, or "" when unknown
   std::vector<std::string> defaults_used;  // model::JobDocument::defaults_used
+  std::string precision;                   // model::DescribePrecision ("" = not shown)
+  std::string parameters;                  // model::DescribeParameters ("" = not shown)
 };
 
 // Per-stage component table (rows: components, columns: pipeline ranks; decimal GB),
