@@ -92,10 +92,12 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
   if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) return internal::ParseJobNode(root, options);
   std::vector<std::string> ignored_flags;
+  std::string vocab_hint;
   if (!inputs.megatron_args.empty()) {
     MEMTUNE_TRY(const MegatronArgsJob args, MegatronArgsToJobNode(inputs.megatron_args));
     MergeInto(root, args.job);
     ignored_flags = args.ignored_flags;
+    vocab_hint = args.vocab_hint;
   }
   std::map<std::string, std::string> origins;
   for (const JobOverride& o : inputs.overrides) {
@@ -103,7 +105,11 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
     origins[o.path] = o.origin;
   }
   auto doc = internal::ParseJobNode(root, options);
-  if (!doc) return Attribute(doc.error(), origins);
+  if (!doc) {
+    Error e = Attribute(doc.error(), origins);
+    if (e.field == "model.vocab_size" && !vocab_hint.empty()) e.hint = vocab_hint;
+    return e;
+  }
   for (const std::string& flag : ignored_flags) doc->ignored_fields.push_back(flag);
   return doc;
 }

@@ -11,8 +11,9 @@ namespace {
 // GPTModelProvider.seq_length (Megatron-Bridge 067f987d models/gpt_provider.py).
 constexpr std::int64_t kBridgeDefaultSeqTokens = 1024;
 
-// model.seq_length and dataset.seq_length must agree (Bridge ConfigContainer.validate
-// asserts it). A value from model.preset / hf_config is not explicit: the dataset's wins.
+// model.seq_length and dataset.seq_length should agree (Bridge ConfigContainer.validate
+// asserts it); when both are given and differ, the dataset's wins with a warning. A value
+// from model.preset / hf_config is not explicit: the dataset's wins silently.
 Status ResolveSeqLength(const YAML::Node& dataset, ParseContext& ctx) {
   YAML::Node ds;
   if (dataset && dataset.IsMap()) {
@@ -33,10 +34,13 @@ Status ResolveSeqLength(const YAML::Node& dataset, ParseContext& ctx) {
   }
   const std::int64_t ds_tokens = ds.as<std::int64_t>();  // validated by the dataset table
   if (model_explicit && m.seq_length != ds_tokens) {
-    return InvalidConfig("dataset.seq_length",
-                         "dataset.seq_length = " + std::to_string(ds_tokens) +
-                             " does not match model.seq_length = " + std::to_string(m.seq_length),
-                         "allowed: the same value in both (Bridge ConfigContainer.validate)");
+    // Bridge's ConfigContainer.validate asserts they agree, yet real dumps of runs that
+    // trained disagree; the batches the dataset yields are what the tensors are sized by.
+    ctx.Warn("dataset.seq_length = " + std::to_string(ds_tokens) +
+             " does not match model.seq_length = " + std::to_string(m.seq_length) +
+             " (Bridge's ConfigContainer.validate asserts they agree): memtune uses the "
+             "dataset's " +
+             std::to_string(ds_tokens) + ", the length of the real batches");
   }
   m.seq_length = ds_tokens;
   ctx.present.insert("model.seq_length");

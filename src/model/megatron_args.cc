@@ -66,6 +66,7 @@ constexpr KnownFlag kKnownFlags[] = {
     {"use-rotary-position-embeddings", Arity::kSwitch},
     {"vocab-size", Arity::kValue},
     {"tokenizer-type", Arity::kValue},
+    {"tokenizer-model", Arity::kValue},
     {"vocab-file", Arity::kValue},
     {"make-vocab-size-divisible-by", Arity::kValue},
     {"hidden-dropout", Arity::kValue},
@@ -302,6 +303,18 @@ Result<MegatronArgsJob> MegatronArgsToJobNode(std::string_view command_line) {
   MegatronArgsJob out;
   MEMTUNE_RETURN_IF_ERROR(Collector(words, flags, out.ignored_flags).Run(start));
   MEMTUNE_TRY(out.job, internal::BuildMegatronJob(flags));
+  if (!out.job["model"] || !out.job["model"]["vocab_size"]) {
+    std::string tokenizer;
+    for (const auto& [name, value] : flags.values) {
+      if (name == "tokenizer-model") tokenizer = value;
+    }
+    out.vocab_hint =
+        (tokenizer.empty() ? std::string("the command line gives no vocabulary size")
+                           : "memtune cannot read tokenizer '" + tokenizer +
+                                 "' (a file-based tokenizer memtune does not know)") +
+        ": add --vocab-size N to the command line, or --set model.vocab_size=N (the size "
+        "len(tokenizer) reports)";
+  }
   return out;
 }
 

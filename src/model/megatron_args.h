@@ -26,6 +26,9 @@ struct MegatronArgsJob {
   // Arguments memtune does not use, in command-line order: unknown Megatron flags as
   // written ("--lr"), and stray words after the script. Shown under --verbose.
   std::vector<std::string> ignored_flags;
+  // When the vocabulary size is unknown (a file-based tokenizer memtune does not know, no
+  // --vocab-size): how to give it, for the "model.vocab_size is required" error.
+  std::string vocab_hint;
 };
 
 // Converts a launch command line. World size comes from torchrun's --nnodes x

@@ -31,8 +31,34 @@ YAML::Node Flow(const std::vector<std::string>& items) {
 constexpr std::int64_t kGpt2BpeVocab = 50257;
 constexpr std::int64_t kTiktokenDefaultVocab = std::int64_t{1} << 17;
 
+// Tokenizers whose size memtune knows without their files: len(tokenizer), which
+// Megatron-LM's HuggingFaceTokenizer reports as vocab_size. Matched by the last component
+// of --tokenizer-model (a hub id or a local directory), ignoring case and "-Instruct".
+// Llama 3.x: 128,000 BPE tokens + 256 reserved special tokens (tokenizer.json of
+// meta-llama/Meta-Llama-3-8B and Llama-3.1/3.2/3.3); Llama 2 and Mistral 7B v0.1:
+// 32,000-piece SentencePiece models (tokenizer.model); GPT-2: 50,257.
+std::optional<std::int64_t> KnownTokenizerVocab(std::string id) {
+  if (const auto slash = id.find_last_of('/'); slash != std::string::npos) {
+    id = id.substr(slash + 1);
+  }
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (const auto at = id.find("-instruct"); at != std::string::npos) id.erase(at);
+  static const std::pair<const char*, std::int64_t> kKnown[] = {
+      {"meta-llama-3-8b", 128256},    {"meta-llama-3-70b", 128256}, {"llama-3.1-8b", 128256},
+      {"llama-3.1-70b", 128256},      {"llama-3.1-405b", 128256},   {"meta-llama-3.1-8b", 128256},
+      {"meta-llama-3.1-70b", 128256}, {"llama-3.2-1b", 128256},     {"llama-3.2-3b", 128256},
+      {"llama-3.3-70b", 128256},      {"llama-2-7b-hf", 32000},     {"llama-2-13b-hf", 32000},
+      {"llama-2-70b-hf", 32000},      {"mistral-7b-v0.1", 32000},   {"gpt2", 50257},
+  };
+  for (const auto& [name, vocab] : kKnown) {
+    if (id == name) return vocab;
+  }
+  return std::nullopt;
+}
+
 Status Vocabulary(const FlagReader& r, YAML::Node& m) {
   MEMTUNE_TRY(auto given, r.Int("vocab-size"));
+
   const std::string* type = r.Value("tokenizer-type");
   const std::string tokenizer = type ? *type : (r.Value("vocab-file") ? "GPT2BPETokenizer" : "");
   if (tokenizer == "GPT2BPETokenizer") {
@@ -41,6 +67,8 @@ Status Vocabulary(const FlagReader& r, YAML::Node& m) {
     m["vocab_size"] = given.value_or(kTiktokenDefaultVocab);
   } else if (given) {
     m["vocab_size"] = *given;
+  } else if (const std::string* model = r.Value("tokenizer-model")) {
+    if (auto known = KnownTokenizerVocab(*model)) m["vocab_size"] = *known;
   }
   return OkStatus();
 }

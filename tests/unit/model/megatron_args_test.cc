@@ -129,15 +129,44 @@ TEST(MegatronArgsTest, MegatronDefaultsDifferFromBridge) {
 
 TEST(MegatronArgsTest, TokenizerGivesTheVocabularySize) {
   // pretrain_gpt.py defaults the tokenizer to GPT2BPETokenizer: the GPT-2 BPE vocabulary.
-  EXPECT_EQ(Convert("--vocab-file gpt2-vocab.json --merge-file m.txt").job["model"]["vocab_size"].as<int>(),
+  EXPECT_EQ(Convert("--vocab-file gpt2-vocab.json --merge-file m.txt")
+                .job["model"]["vocab_size"]
+                .as<int>(),
             50257);
-  EXPECT_EQ(Convert("--tokenizer-type TikTokenizer --tokenizer-model t.json").job["model"]["vocab_size"].as<int>(),
+  EXPECT_EQ(Convert("--tokenizer-type TikTokenizer --tokenizer-model t.json")
+                .job["model"]["vocab_size"]
+                .as<int>(),
             131072);  // tiktoken_tokenizer.py DEFAULT_TIKTOKEN_MAX_VOCAB
-  EXPECT_EQ(Convert("--tokenizer-type TikTokenizer --vocab-size 1000").job["model"]["vocab_size"].as<int>(),
+  EXPECT_EQ(Convert("--tokenizer-type TikTokenizer --vocab-size 1000")
+                .job["model"]["vocab_size"]
+                .as<int>(),
             1000);
-  EXPECT_EQ(Convert("--tokenizer-type NullTokenizer --vocab-size 131073").job["model"]["vocab_size"].as<int>(),
+  EXPECT_EQ(Convert("--tokenizer-type NullTokenizer --vocab-size 131073")
+                .job["model"]["vocab_size"]
+                .as<int>(),
             131073);
-  EXPECT_FALSE(Convert("--tokenizer-type HuggingFaceTokenizer --tokenizer-model x").job["model"]["vocab_size"]);
+  EXPECT_FALSE(Convert("--tokenizer-type HuggingFaceTokenizer --tokenizer-model x")
+                   .job["model"]["vocab_size"]);
+  // Well-known tokenizers by hub id or local directory name: len(tokenizer).
+  EXPECT_EQ(Convert("--tokenizer-type HuggingFaceTokenizer --tokenizer-model "
+                    "meta-llama/Llama-3.1-8B-Instruct")
+                .job["model"]["vocab_size"]
+                .as<int>(),
+            128256);
+  EXPECT_EQ(Convert("--tokenizer-type HuggingFaceTokenizer --tokenizer-model /ckpt/Mistral-7B-v0.1")
+                .job["model"]["vocab_size"]
+                .as<int>(),
+            32000);
+  EXPECT_EQ(Convert("--tokenizer-type TikTokenizer --tokenizer-model gpt2")
+                .job["model"]["vocab_size"]
+                .as<int>(),
+            131072);  // TikTokenizer's size is --vocab-size, whatever the file
+  // An unknown one: the error names the tokenizer and how to give the size.
+  const auto r =
+      MegatronArgsToJobNode("--tokenizer-type HuggingFaceTokenizer --tokenizer-model /t/mine");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->vocab_hint.find("'/t/mine'"), std::string::npos);
+  EXPECT_NE(r->vocab_hint.find("--vocab-size N"), std::string::npos);
 }
 
 TEST(MegatronArgsTest, AttentionImplementationFlags) {
@@ -156,14 +185,17 @@ TEST(MegatronArgsTest, AttentionImplementationFlags) {
 
 TEST(MegatronArgsTest, BiasActivationFusionFollowsTheActivation) {
   EXPECT_TRUE(Convert("--swiglu").job["model"]["bias_activation_fusion"].as<bool>());
-  EXPECT_FALSE(Convert("--swiglu --no-bias-swiglu-fusion").job["model"]["bias_activation_fusion"].as<bool>());
+  EXPECT_FALSE(Convert("--swiglu --no-bias-swiglu-fusion")
+                   .job["model"]["bias_activation_fusion"]
+                   .as<bool>());
   EXPECT_TRUE(Convert("--hidden-size 8").job["model"]["bias_activation_fusion"].as<bool>());
   // validate_args: no bias-GeLU fusion without linear biases.
   EXPECT_FALSE(Convert("--disable-bias-linear").job["model"]["bias_activation_fusion"].as<bool>());
   EXPECT_FALSE(Convert("--no-bias-gelu-fusion").job["model"]["bias_activation_fusion"].as<bool>());
   // arguments.py --no-gradient-accumulation-fusion (store_false; absent: the default, on).
   EXPECT_FALSE(Convert("--no-gradient-accumulation-fusion")
-                   .job["model"]["gradient_accumulation_fusion"].as<bool>());
+                   .job["model"]["gradient_accumulation_fusion"]
+                   .as<bool>());
   EXPECT_FALSE(Convert("--hidden-size 8").job["model"]["gradient_accumulation_fusion"]);
 }
 
