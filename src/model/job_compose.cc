@@ -1,6 +1,7 @@
 // ComposeJob: document + Megatron-LM arguments + overrides -> one tree -> ParseJobNode.
 #include "memtune/model/job_compose.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -85,9 +86,48 @@ Error Attribute(Error error, const std::map<std::string, std::string>& origins) 
   return error;
 }
 
+// A torchtitan TOML config (`[model]` / `[training]` tables of `key = value` lines): not
+// YAML, though a few of its lines can parse as YAML. True when the first table header comes
+// before any YAML mapping line and some `key = value` line follows.
+bool LooksLikeToml(std::string_view text) {
+  bool header = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || line[first] == '#') continue;
+    line.remove_prefix(first);
+    if (line.front() == '[' && line.find(']') != std::string_view::npos &&
+        line.find(':') == std::string_view::npos) {
+      header = true;
+      continue;
+    }
+    const auto eq = line.find(" = ");
+    if (header && eq != std::string_view::npos && line.find(':') > eq) return true;
+    if (!header) return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& options) {
+  if (LooksLikeToml(inputs.document)) {
+    return InvalidInput(
+        options.source_name.empty() ? std::string("JOB") : options.source_name,
+        std::string("is a TOML file (a torchtitan config); memtune reads YAML or JSON job "
+                    "documents"),
+        "write it as a job with memtune.framework: fsdp2 (docs/job-format.md): [model] "
+        "flavor -> the model's architecture (model.preset or model.hf_config); [training] "
+        "seq_len -> dataset.seq_length, local_batch_size -> train.micro_batch_size, "
+        "global_batch_size -> train.global_batch_size; [parallelism] "
+        "data_parallel_shard_degree -> memtune.fsdp2.shard_degree, tensor_parallel_degree -> "
+        "model.tensor_model_parallel_size, context_parallel_degree -> "
+        "model.context_parallel_size; [activation_checkpoint] mode (+ selective_ac_option) -> "
+        "memtune.fsdp2.activation_checkpoint; [compile] enable -> memtune.fsdp2.compile");
+  }
   MEMTUNE_TRY(YAML::Node root, internal::LoadYamlText(inputs.document, options.source_name));
   if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) return internal::ParseJobNode(root, options);
