@@ -79,6 +79,10 @@ Result<Estimate> EstimateBridge(const model::Job& job, const EstimateOptions& op
   estimate.peak_allocated_bytes = estimate.ranks.front().allocated_bytes;
   estimate.gpu_capacity_bytes = job.memtune.gpu_memory_bytes.value_or(0);
   estimate.assumptions = e.assumptions;
+  estimate.assumptions.insert(estimate.assumptions.begin(),
+                              "memtune: reproduces NVIDIA-NeMo/Megatron-Bridge @ 067f987d "
+                              "(estimate_training_memory) to the byte; other releases' formula "
+                              "can differ slightly (docs/estimator-compat.md).");
   estimate.upstream_lines.push_back(std::move(line));
   return estimate;
 }

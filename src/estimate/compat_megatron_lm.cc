@@ -89,6 +89,8 @@ namespace {
 
 std::vector<std::string> MegatronLmAssumptions(const model::Job& job, const mlm::Report& report) {
   std::vector<std::string> out = {
+      "Reproduces NVIDIA/Megatron-LM @ d98e8a64 to the byte; other releases' formula can "
+      "differ slightly (docs/estimator-compat.md).",
       "Megatron-LM report_theoretical_memory (megatron/training/theoretical_memory_usage.py): "
       "the most-loaded shard is pipeline stage 0, holding 1/PP of the transformer block, the "
       "whole MTP block and one embedding table (both tables when untied and PP = 1).",
