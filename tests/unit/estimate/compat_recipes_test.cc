@@ -108,7 +108,7 @@ TEST(CanonicalRecipesTest, Qwen3_30B_A3B_EstimateSplitsRoutedExperts) {
   EXPECT_EQ(e->peak_allocated_bytes, rank.dense_bytes + rank.expert_bytes + rank.activation_bytes);
   EXPECT_EQ(rank.layers, 24);
   EXPECT_EQ(rank.in_flight_microbatches, 2);
-  EXPECT_EQ(e->assumptions.size(), 5u);  // + routed experts, + activation
+  EXPECT_EQ(e->assumptions.size(), 6u);  // memtune's commit line, + routed experts, + activation
 }
 
 TEST(CanonicalRecipesTest, GptOss120B_SftAsCoded) {
