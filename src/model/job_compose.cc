@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "memtune/model/ignored_fields.h"
 #include "model/job_values.h"
 #include "model/job_yaml.h"
 #include "model/megatron_args.h"
@@ -111,6 +112,36 @@ bool LooksLikeToml(std::string_view text) {
   return false;
 }
 
+// The value at a dotted document path, or an undefined node.
+YAML::Node ValueAt(const YAML::Node& root, const std::string& path) {
+  YAML::Node node = root;
+  for (const std::string& part : SplitPath(path)) {
+    if (!node.IsMap() || !node[part]) return YAML::Node(YAML::NodeType::Undefined);
+    node = node[part];
+  }
+  return node;
+}
+
+// Whether a field's value turns its feature on: not null, false, 0 or empty.
+bool IsSet(const YAML::Node& value) {
+  if (!value.IsDefined() || value.IsNull()) return false;
+  if (value.IsSequence() || value.IsMap()) return value.size() > 0;
+  const std::string& text = value.Scalar();
+  return !(text.empty() || text == "false" || text == "False" || text == "0");
+}
+
+// ignored_fields.h: an ignored input that changes memory is a visible warning (a Bridge
+// field only when it is set: dumps list every field, mostly at their off defaults).
+void WarnMemoryRelevantIgnored(const YAML::Node& root, JobDocument& doc) {
+  for (const std::string& name : doc.ignored_fields) {
+    const IgnoredInput* entry = FindIgnoredInput(name);
+    if (entry == nullptr || !entry->memory_relevant) continue;
+    if (name.rfind("--", 0) != 0 && !IsSet(ValueAt(root, name))) continue;
+    doc.warnings.push_back(name + " is not modelled: " + entry->effect +
+                           "; memtune's figures leave it out (docs/ignored-fields.md)");
+  }
+}
+
 }  // namespace
 
 Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& options) {
@@ -151,6 +182,7 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
     return e;
   }
   for (const std::string& flag : ignored_flags) doc->ignored_fields.push_back(flag);
+  WarnMemoryRelevantIgnored(root, *doc);
   return doc;
 }
 
