@@ -375,6 +375,20 @@ Status ApplyMixedPrecision(const YAML::Node& node, ParseContext& ctx) {
   std::optional<MixedPrecisionSpec>& spec = ctx.spec.mixed_precision;
   if (!node || node.IsNull()) {
     spec.reset();
+    const bool dtype_given =
+        ctx.Has("model.bf16") || ctx.Has("model.fp16") || ctx.Has("model.params_dtype");
+    // A catalog model without any precision: Megatron-Bridge's recipes for these models
+    // train in bf16_mixed (recipes/*: mixed_precision="bf16_mixed"), not MCore's fp32.
+    if (!node && !ctx.spec.model.preset.empty() && !dtype_given &&
+        ctx.spec.memtune.framework == Framework::kMegatron) {
+      MEMTUNE_TRY(const MixedPrecision mp,
+                  LookupPreset(YAML::Node("bf16_mixed"), "mixed_precision"));
+      spec = MixedPrecisionSpec{"bf16_mixed", mp};
+      NoteSetup(mp, "mixed_precision 'bf16_mixed'", ctx);
+      ctx.doc.defaulted_fields["mixed_precision"] =
+          "Megatron-Bridge's recipes train catalog models in bf16_mixed";
+      return OkStatus();
+    }
     ctx.doc.defaulted_fields["mixed_precision"] = "Bridge ConfigContainer: no preset";
     return OkStatus();
   }

@@ -43,8 +43,14 @@ std::string DescribePrecision(const JobDocument& doc) {
   if (m.fp4 != Fp4Format::kNone) what += fmt::format("; FP4 {}", NameOf(m.fp4));
   const std::string& preset = doc.job.mixed_precision;
   if (!preset.empty()) {
-    return fmt::format("{} (mixed_precision{}): {}", preset,
-                       preset == "custom" ? " mapping" : " preset", what);
+    const auto defaulted = doc.defaulted_fields.find("mixed_precision");
+    const std::string origin =
+        defaulted != doc.defaulted_fields.end()
+            ? "default for a catalog model: Megatron-Bridge's recipes train in it; --precision "
+              "to change"
+            : std::string(preset == "custom" ? "mixed_precision mapping"
+                                             : "mixed_precision preset");
+    return fmt::format("{} ({}): {}", preset, origin, what);
   }
   std::string line = fmt::format("no mixed_precision preset: {} ({})", what, DtypeSource(doc));
   if (m.params_dtype == Dtype::kFp32 && !m.bf16 && !m.fp16) {
