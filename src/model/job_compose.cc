@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "memtune/model/ignored_fields.h"
+#include "memtune/model/recipes.h"
 #include "model/job_values.h"
 #include "model/job_yaml.h"
 #include "model/megatron_args.h"
@@ -112,6 +113,35 @@ bool LooksLikeToml(std::string_view text) {
   return false;
 }
 
+// A job naming memtune.recipe (in the document or a --recipe / --set override) is the
+// recipe's document with the job's fields merged on top.
+Result<YAML::Node> StartFromRecipe(const YAML::Node& root,
+                                   const std::vector<JobOverride>& overrides) {
+  std::string name;
+  std::string origin = "memtune.recipe";
+  if (root["memtune"] && root["memtune"].IsMap() && root["memtune"]["recipe"] &&
+      root["memtune"]["recipe"].IsScalar()) {
+    name = root["memtune"]["recipe"].Scalar();
+  }
+  for (const JobOverride& o : overrides) {
+    if (o.path == "memtune.recipe") {
+      name = o.value;
+      origin = o.origin;
+    }
+  }
+  if (name.empty()) return root;
+  auto text = RecipeJobYaml(name);
+  if (!text) {
+    Error e = text.error();
+    if (origin != "memtune.recipe") e.message += " (from " + origin + ")";
+    return e;
+  }
+  MEMTUNE_TRY(YAML::Node base, internal::LoadYamlText(*text, "recipe " + name));
+  MergeInto(base, root);
+  base["memtune"]["recipe"] = name;
+  return base;
+}
+
 // The value at a dotted document path, or an undefined node.
 YAML::Node ValueAt(const YAML::Node& root, const std::string& path) {
   YAML::Node node = root;
@@ -162,6 +192,7 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
   MEMTUNE_TRY(YAML::Node root, internal::LoadYamlText(inputs.document, options.source_name));
   if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) return internal::ParseJobNode(root, options);
+  MEMTUNE_TRY(root, StartFromRecipe(root, inputs.overrides));
   std::vector<std::string> ignored_flags;
   std::string vocab_hint;
   if (!inputs.megatron_args.empty()) {

@@ -308,7 +308,7 @@ SectionSpec BuildMemtune() {
                   "tensor * pipeline * context parallel sizes (data-parallel size 1)"),
            GpuField(), GpuMemoryField(),
            m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024), EnvField(), fsdp2,
-           versions},
+           versions, m.Text("recipe", &MemtuneSection::recipe)},
           true};
 }
 

@@ -45,6 +45,7 @@ void AddFlagOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) {
       {&f.gbs, {"train.global_batch_size", "--gbs"}},
       {&f.world_size, {"memtune.world_size", "--world-size"}},
       {&f.precision, {"mixed_precision", "--precision"}},
+      {&f.recipe, {"memtune.recipe", "--recipe"}},
   };
   for (const auto& [value, target] : kFlags) {
     if (!value->empty()) out.push_back({target.first, *value, target.second});
@@ -107,6 +108,10 @@ void AddJobOptions(CLI::App& app, JobFlags& f) {
                  "Bridge mixed-precision preset (mixed_precision), e.g. bf16_mixed, "
                  "bf16_with_fp8_current_scaling_mixed")
       ->option_text("PRESET");
+  app.add_option("--recipe", f.recipe,
+                 "A Megatron-Bridge recipe to start from (memtune.recipe), e.g. "
+                 "llama3_70b_sft_32gpu_h100_fp8cs_config; the job's fields apply on top")
+      ->option_text("NAME");
   app.add_option("--hf-config", f.hf_config,
                  "A Hugging Face config.json for the architecture (model.hf_config)")
       ->option_text("FILE");

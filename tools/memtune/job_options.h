@@ -24,6 +24,7 @@ struct JobFlags {
   std::string mbs, gbs;            // train.micro_batch_size, train.global_batch_size
   std::string world_size;          // memtune.world_size (--world-size, --gpus, --num-gpus)
   std::string precision;           // --precision PRESET -> mixed_precision
+  std::string recipe;              // --recipe NAME -> memtune.recipe
   std::string hf_config;           // --hf-config FILE -> model.hf_config
   std::string gpu;                 // memtune.gpu (a name) or memtune.gpu_memory_bytes (a size)
   std::vector<std::string> set;    // --set PATH=VALUE, in order

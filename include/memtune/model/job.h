@@ -326,6 +326,7 @@ struct MemtuneBase {
   std::map<std::string, std::string> env;  // launch environment (PYTORCH_CUDA_ALLOC_CONF, ...)
   Fsdp2Config fsdp2;
   VersionsConfig versions;
+  std::string recipe;  // the Bridge recipe the job starts from (model/recipes.h), or ""
 
   bool operator==(const MemtuneBase&) const = default;
 };

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "memtune/model/recipes.h"
+
 namespace memtune::model {
 namespace {
 
@@ -95,6 +97,48 @@ TEST(JobComposeTest, MegatronArgumentsOverrideTheDocument) {
   EXPECT_EQ(doc->job.memtune.gpu, "h100-sxm-80gb");
   EXPECT_TRUE(doc->job.model.bf16);
   EXPECT_THAT(doc->ignored_fields, ::testing::Contains("--lr"));
+}
+
+}  // namespace
+}  // namespace memtune::model
+
+namespace memtune::model {
+namespace {
+
+// A recipe is a job document; the job's own fields apply on top, like a Bridge override
+// YAML on its recipe; --recipe (an override) wins over the document's memtune.recipe.
+JobInputs Inputs(std::string document, std::vector<JobOverride> overrides = {}) {
+  JobInputs in;
+  in.document = std::move(document);
+  in.overrides = std::move(overrides);
+  return in;
+}
+
+TEST(RecipeTest, TheJobAppliesOnTopOfItsRecipe) {
+  ASSERT_FALSE(RecipeNames().empty());
+  for (const std::string& name : RecipeNames()) {
+    auto doc = ComposeJob(Inputs("memtune: {recipe: " + name + "}\n"));
+    ASSERT_TRUE(doc.has_value()) << name << ": " << doc.error().Describe();
+    EXPECT_EQ(doc->job.memtune.recipe, name);
+    EXPECT_EQ(doc->job.model.tensor_model_parallel_size, 4) << name;
+  }
+  auto doc =
+      ComposeJob(Inputs("memtune: {recipe: llama3_70b_sft_32gpu_h100_fp8cs_config}\n"
+                        "model: {pipeline_model_parallel_size: 8, "
+                        "virtual_pipeline_model_parallel_size: null}\n"));
+  ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
+  EXPECT_EQ(doc->job.model.pipeline_model_parallel_size, 8);
+  EXPECT_FALSE(doc->job.model.virtual_pipeline_model_parallel_size.has_value());
+  EXPECT_EQ(doc->job.model.fp8, Fp8Format::kHybrid);  // the recipe's precision stays
+  EXPECT_EQ(doc->job.memtune.env.at("NCCL_NVLS_ENABLE"), "0");
+  auto flag =
+      ComposeJob(Inputs("memtune: {recipe: llama3_70b_sft_32gpu_h100_fp8cs_config}\n",
+                        {{"memtune.recipe", "llama3_70b_sft_32gpu_h100_bf16_config", "--recipe"}}));
+  ASSERT_TRUE(flag.has_value()) << flag.error().Describe();
+  EXPECT_EQ(flag->job.model.fp8, Fp8Format::kNone);
+  auto unknown = ComposeJob(Inputs("memtune: {recipe: no_such_recipe}\n"));
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().field, "memtune.recipe");
 }
 
 }  // namespace
