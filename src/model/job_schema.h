@@ -185,6 +185,25 @@ struct Binder {
     f.null_is_value = true;
     return f;
   }
+  FieldSpec OptBool(const char* name, std::optional<bool> S::*member) const {
+    auto g = get;
+    auto c = cget;
+    FieldSpec f{name,
+                [g, member](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+                  if (n.IsNull()) {
+                    (g(j).*member).reset();
+                    return OkStatus();
+                  }
+                  MEMTUNE_TRY(g(j).*member, ToBool(n, p));
+                  return OkStatus();
+                },
+                [c, member](const Job& j) {
+                  const auto& v = c(j).*member;
+                  return v ? Json(*v) : Json(nullptr);
+                }};
+    f.null_is_value = true;
+    return f;
+  }
   // Free text; "" is written as null (absent).
   FieldSpec Text(const char* name, std::string S::*member) const {
     auto g = get;

@@ -264,6 +264,7 @@ std::vector<FieldSpec> ParallelFields() {
              "Bridge GPTModelProvider"),
       m.Bool("overlap_moe_expert_parallel_comm", &ModelConfig::overlap_moe_expert_parallel_comm),
       m.Bool("tp_comm_overlap", &ModelConfig::tp_comm_overlap),
+      m.OptBool("batch_p2p_comm", &ModelConfig::batch_p2p_comm),
       m.Bool("defer_embedding_wgrad_compute", &ModelConfig::defer_embedding_wgrad_compute),
       m.Int("wgrad_deferral_limit", &ModelConfig::wgrad_deferral_limit, 0, kMaxParallel),
       Memory(m.Bool("gradient_accumulation_fusion", &ModelConfig::gradient_accumulation_fusion),

@@ -37,6 +37,8 @@ constexpr KnownFlag kKnownFlags[] = {
     {"account-for-loss-in-pipeline-split", Arity::kSwitch},
     {"pipeline-model-parallel-layout", Arity::kValue},
     {"tp-comm-overlap", Arity::kSwitch},
+    {"overlap-p2p-communication", Arity::kSwitch},
+    {"no-overlap-p2p-communication", Arity::kSwitch},
     {"overlap-moe-expert-parallel-comm", Arity::kSwitch},
     {"defer-embedding-wgrad-compute", Arity::kSwitch},
     {"no-gradient-accumulation-fusion", Arity::kSwitch},

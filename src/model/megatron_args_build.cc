@@ -234,6 +234,10 @@ Status Parallel(const FlagReader& r, YAML::Node& m) {
         {"defer-embedding-wgrad-compute", "defer_embedding_wgrad_compute"}}) {
     if (r.Switch(flag)) m[field] = true;
   }
+  // arguments.py: batch_p2p_comm = not overlap_p2p_comm, and --no-overlap-p2p-communication
+  // turns the (interleaved) overlap off.
+  if (r.Switch("no-overlap-p2p-communication")) m["batch_p2p_comm"] = true;
+  if (r.Switch("overlap-p2p-communication")) m["batch_p2p_comm"] = false;
   // arguments.py: --no-gradient-accumulation-fusion (store_false, default on).
   if (r.Switch("no-gradient-accumulation-fusion")) m["gradient_accumulation_fusion"] = false;
   // arguments.py validate_args: "Disabling sequence parallelism because tensor model

@@ -109,6 +109,7 @@ std::vector<Comm> MegatronComms(const model::Job& job, int pp_rank, Placement at
   at.self = pp_rank * stage;
   const bool dist_opt = job.optimizer.use_distributed_optimizer || job.ddp.use_megatron_fsdp;
   const bool vpp = m.virtual_pipeline_model_parallel_size.value_or(1) > 1;
+  const bool batched_p2p = m.batch_p2p_comm.value_or(!vpp);
   std::vector<Comm> comms;
   auto add = [&](Comm c) {
     if (c.ranks > 1) comms.push_back(std::move(c));
@@ -168,14 +169,20 @@ std::vector<Comm> MegatronComms(const model::Job& job, int pp_rank, Placement at
     const Members pp_group = Strided(at.self % stage, stage, pp);
     const int next = ((pp_rank + 1) % pp) * stage + at.self % stage;
     const int prev = ((pp_rank + pp - 1) % pp) * stage + at.self % stage;
-    if (vpp) {
-      // Interleaving overlaps the pipeline send/recv (overlap_p2p_comm, batch_p2p_comm off:
-      // Bridge comm_overlap.py, Megatron-LM arguments.py), so MCore p2p_communication issues
-      // single isend/irecv, and ProcessGroupNCCL creates a 2-rank communicator per peer.
-      add(PairComm(at, next, "pp_pair.next",
-                   "single isend/irecv to the next stage (a 2-rank communicator)",
-                   Moment::kFirstForward));
-      if (prev != next) {
+    // With interleaving the last stage feeds the first stage's next chunk: both wrap.
+    const bool has_next = vpp || pp_rank + 1 < pp;
+    const bool has_prev = vpp || pp_rank > 0;
+    if (!batched_p2p) {
+      // Unbatched send/recv (model.batch_p2p_comm; by default with interleaving, where
+      // Bridge comm_overlap.py and Megatron-LM arguments.py turn overlap_p2p_comm on): MCore
+      // p2p_communication issues single isend/irecv, and ProcessGroupNCCL creates a 2-rank
+      // communicator per peer.
+      if (has_next) {
+        add(PairComm(at, next, "pp_pair.next",
+                     "single isend/irecv to the next stage (a 2-rank communicator)",
+                     Moment::kFirstForward));
+      }
+      if (has_prev && (prev != next || !has_next)) {
         add(PairComm(at, prev, "pp_pair.prev",
                      "single isend/irecv to the previous stage (a 2-rank communicator)",
                      Moment::kFirstForward));
@@ -187,8 +194,8 @@ std::vector<Comm> MegatronComms(const model::Job& job, int pp_rank, Placement at
                         "batched pipeline send/recv (batch_isend_irecv on the pipeline group)",
                         kPointToPoint | kSmallAllReduce, Moment::kFirstForward);
       std::vector<int> peers;
-      if (pp_rank + 1 < pp) peers.push_back(next);
-      if (pp_rank > 0) peers.push_back(prev);
+      if (has_next) peers.push_back(next);
+      if (has_prev) peers.push_back(prev);
       AddPeers(at, peers, c);
       add(std::move(c));
     }

@@ -174,6 +174,11 @@ struct ModelBase {
   std::int64_t seq_length = 0;
   bool overlap_moe_expert_parallel_comm = false;
   bool tp_comm_overlap = false;
+  // Pipeline send/recv batched on the pipeline group (MCore ModelParallelConfig
+  // batch_p2p_comm). Unset: batched without interleaving, single isend/irecv with it, as
+  // Bridge's comm_overlap.py and Megatron-LM's arguments.py set it for VPP (one NCCL
+  // communicator per peer: docs/non-pytorch.md).
+  std::optional<bool> batch_p2p_comm;
   bool defer_embedding_wgrad_compute = false;
   int wgrad_deferral_limit = 0;  // micro-batches whose output-layer wgrad is deferred; 0 = all
   // Weight gradients accumulate straight into the DDP grad buffer (main_grad); off, each

@@ -278,3 +278,26 @@ TEST(NonPytorchTest, CommunicatorShapesAreConsistentWithThePlacement) {
 
 }  // namespace
 }  // namespace memtune::nonpytorch
+
+namespace memtune::nonpytorch {
+namespace {
+
+// model.batch_p2p_comm decides between the pipeline group's batched send/recv and one
+// 2-rank communicator per peer; without interleaving the end stages have one peer.
+TEST(NonPytorchTest, BatchedPipelineSendsUseThePipelineGroup) {
+  model::Job job = SeedJob();  // VPP 5: unbatched by default
+  job.model.batch_p2p_comm = true;
+  auto names = CommNames(job, 0);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "pp_pair.next"), 0);
+  job.model.virtual_pipeline_model_parallel_size.reset();
+  job.model.batch_p2p_comm = false;
+  names = CommNames(job, 0);  // first stage: the next one only
+  EXPECT_EQ(std::count(names.begin(), names.end(), "pp_pair.next"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "pp_pair.prev"), 0);
+  names = CommNames(job, 3);  // last stage: the previous one only
+  EXPECT_EQ(std::count(names.begin(), names.end(), "pp_pair.next"), 0);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "pp_pair.prev"), 1);
+}
+
+}  // namespace
+}  // namespace memtune::nonpytorch
