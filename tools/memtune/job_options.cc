@@ -9,10 +9,12 @@
 #include <sstream>
 
 #include "command.h"
+#include "job_script.h"
 #include "memtune/core/file.h"
 #include "memtune/core/units.h"
 #include "memtune/model/examples.h"
 #include "memtune/model/job_compose.h"
+#include "memtune/model/launch_script.h"
 
 namespace memtune::cli {
 namespace {
@@ -66,9 +68,7 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
                           "e.g. --env NCCL_NVLS_ENABLE=0");
     }
     // The value as a YAML single-quoted string: the launch environment holds text.
-    std::string quoted = "'";
-    for (char c : item.substr(eq + 1)) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-    out.push_back({"memtune.env." + item.substr(0, eq), quoted + "'", "--env"});
+    out.push_back({"memtune.env." + item.substr(0, eq), YamlQuoted(item.substr(eq + 1)), "--env"});
   }
   return OkStatus();
 }
@@ -117,6 +117,34 @@ void AddJobOptions(CLI::App& app, JobFlags& f) {
   app.add_flag("--verbose", f.verbose, "Also list the defaults used and the fields ignored");
 }
 
+namespace {
+
+// A JOB file that is a launch script, and --megatron-args-file (a script, or a bare
+// command line without `$`), go through the launch-script reader.
+Status LoadCommand(const JobFlags& f, model::JobInputs& inputs, std::vector<std::string>& notes) {
+  const bool job_is_script = model::LooksLikeLaunchScript(inputs.document);
+  if (job_is_script && (!f.megatron_args.empty() || !f.megatron_args_file.empty())) {
+    return InvalidInput(f.megatron_args.empty() ? "--megatron-args-file" : "--megatron-args",
+                        "JOB " + f.job_file + " is a launch script, which gives the command",
+                        "pass one of them");
+  }
+  if (job_is_script) {
+    const std::string text = std::move(inputs.document);
+    inputs.document.clear();
+    return ReadScriptInput(text, f.job_file, f.env, inputs, notes);
+  }
+  inputs.megatron_args = f.megatron_args;
+  if (f.megatron_args_file.empty()) return OkStatus();
+  MEMTUNE_TRY(const std::string text, ReadText(f.megatron_args_file, "--megatron-args-file"));
+  if (!model::LooksLikeLaunchScript(text) && text.find('$') == std::string::npos) {
+    inputs.megatron_args = text;
+    return OkStatus();
+  }
+  return ReadScriptInput(text, f.megatron_args_file, f.env, inputs, notes);
+}
+
+}  // namespace
+
 Result<model::JobDocument> LoadJob(const JobFlags& f) {
   model::JobInputs inputs;
   model::ParseOptions options;
@@ -128,13 +156,13 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
     MEMTUNE_TRY(inputs.document, model::ExampleJobYaml(f.example));
     options.source_name = "example " + f.example;
   }
-  inputs.megatron_args = f.megatron_args;
-  if (!f.megatron_args_file.empty()) {
-    MEMTUNE_TRY(inputs.megatron_args, ReadText(f.megatron_args_file, "--megatron-args-file"));
-  }
+  std::vector<std::string> notes;
+  MEMTUNE_RETURN_IF_ERROR(LoadCommand(f, inputs, notes));
   AddFlagOverrides(f, inputs.overrides);
   MEMTUNE_RETURN_IF_ERROR(AddSetOverrides(f, inputs.overrides));
-  return model::ComposeJob(inputs, options);
+  MEMTUNE_TRY(model::JobDocument doc, model::ComposeJob(inputs, options));
+  doc.warnings.insert(doc.warnings.begin(), notes.begin(), notes.end());
+  return doc;
 }
 
 void PrintJobNotes(std::string_view command, const model::JobDocument& doc, bool verbose) {
