@@ -32,6 +32,23 @@ std::string AssignedName(const std::string& text, bool& append) {
   return text.substr(0, i);
 }
 
+// An unquoted heredoc body as the script it submits: bash removes the backslash of \$, \`
+// and \\ and joins \<newline> (bash manual 3.6.6). Its $ expansions are left for the script
+// reader, which shares the variables, so they come out as bash's outer expansion would.
+std::string HeredocText(const std::string& body) {
+  std::string out;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char next = i + 1 < body.size() ? body[i + 1] : '\0';
+    if (body[i] == '\\' && (next == '$' || next == '`' || next == '\\' || next == '\n')) {
+      if (next != '\n') out.push_back(next);
+      ++i;
+      continue;
+    }
+    out.push_back(body[i]);
+  }
+  return out;
+}
+
 bool IsAssignment(const RawWord& word) {
   bool append = false;
   return !AssignedName(word.text, append).empty();
@@ -163,7 +180,10 @@ Status Reader::Builtin(const std::string& name, const RawCommand& command, std::
   if ((name == "source" || name == ".") && i + 1 < words.size()) {
     return Source(command, i, depth);
   }
-  if (name == "sbatch" && command.heredoc) return Run(*command.heredoc, depth + 1);
+  if (name == "sbatch" && command.heredoc) {
+    return Run(command.heredoc_quoted ? *command.heredoc : HeredocText(*command.heredoc),
+               depth + 1);
+  }
   std::map<std::string, std::string> env;
   for (std::size_t a = 0; a < i; ++a) {
     if (IsAssignment(words[a])) MEMTUNE_RETURN_IF_ERROR(Assign(words[a], command.line, &env));

@@ -22,6 +22,23 @@ std::string Shorten(std::string_view text) {
   return text.size() <= 40 ? std::string(text) : std::string(text.substr(0, 37)) + "...";
 }
 
+// `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)` and the like: the
+// script's own folder, which `source` paths are resolved against anyway.
+bool IsScriptFolder(std::string_view text) {
+  std::string s;
+  for (char c : text) {
+    if (std::string_view("\"'{} \t").find(c) == std::string_view::npos) s.push_back(c);
+  }
+  for (const std::string_view noise : {"&>/dev/null", ">/dev/null", "2>&1", "--", "-P"}) {
+    for (std::size_t at; (at = s.find(noise)) != std::string::npos;) s.erase(at, noise.size());
+  }
+  for (const std::string_view self : {"$0", "$BASH_SOURCE[0]", "$BASH_SOURCE"}) {
+    const std::string dirname = "$(dirname" + std::string(self) + ")";
+    if (s == dirname || s == "$(cd" + dirname + "&&pwd)") return true;
+  }
+  return false;
+}
+
 // A parsed ${...}: NAME, optional [INDEX], optional operator and word.
 struct Parameter {
   std::string name;
@@ -133,7 +150,7 @@ class Expander {
       if (raw.compare(i, 3, "$((") == 0 && raw.substr(0, end).ends_with("))")) {
         MEMTUNE_RETURN_IF_ERROR(Arithmetic(raw.substr(i + 3, end - i - 5)));
       } else {
-        Substitution(raw.substr(i, end - i));
+        MEMTUNE_RETURN_IF_ERROR(Substitution(raw.substr(i, end - i)));
       }
       return end;
     }
@@ -157,11 +174,17 @@ class Expander {
     return i + 1;
   }
 
-  void Substitution(std::string_view text) {
+  Status Substitution(std::string_view text) {
+    if (IsScriptFolder(text)) {
+      out_.notes.push_back(std::string(text) + " read as the script's folder (line " +
+                           std::to_string(line_) + ")");
+      return Literal(".");
+    }
     const std::string name = Shorten(text);
     out_.unresolved.push_back({name, line_});
     out_.notes.push_back(name + " not expanded (line " + std::to_string(line_) + ")");
     has_ = true;
+    return OkStatus();
   }
 
   Status Arithmetic(std::string_view expr) {
@@ -170,7 +193,7 @@ class Expander {
     Result<std::int64_t> value = EvaluateArithmetic(text, line_, shell_, unset);
     for (UnresolvedVariable& u : unset) out_.unresolved.push_back(std::move(u));
     if (!value) {
-      Substitution("$((" + std::string(expr) + "))");
+      MEMTUNE_RETURN_IF_ERROR(Substitution("$((" + std::string(expr) + "))"));
       out_.notes.back() += ": " + value.error().message;
       return OkStatus();
     }
@@ -189,8 +212,7 @@ class Expander {
   Status Braced(std::string_view inner, bool quoted) {
     const Parameter p = ParseParameter(inner);
     if (!p.valid) {
-      Substitution("${" + std::string(inner) + "}");
-      return OkStatus();
+      return Substitution("${" + std::string(inner) + "}");
     }
     return Expand(p, quoted);
   }

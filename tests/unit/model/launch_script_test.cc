@@ -139,6 +139,30 @@ TEST(LaunchScriptTest, SbatchHeredocAndDirectives) {
   EXPECT_EQ(s.nproc_per_node, 8);
 }
 
+TEST(LaunchScriptTest, UnquotedHeredocBackslashes) {
+  const LaunchScript s = Read(
+      "L=3\nsbatch <<EOF\nM=\\$((L + 1))\npython pretrain_gpt.py --a $L --b \\$M \\\n --c "
+      "1\nEOF\n");
+  EXPECT_EQ(s.command, "python pretrain_gpt.py --a 3 --b 4 --c 1");
+}
+
+TEST(LaunchScriptTest, ScriptFolderSubstitution) {
+  std::vector<std::string> asked;
+  ScriptOptions options;
+  options.read_file = [&](const std::string& path) -> Result<std::string> {
+    asked.push_back(path);
+    return std::string("L=2\n");
+  };
+  const LaunchScript s = Read(
+      "DIR=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" &> /dev/null && pwd)\"\n"
+      "source \"$(dirname \"$0\")/a.sh\"\nsource $DIR/b.sh\n" +
+          std::string(kRun) + "--l $L\n",
+      options);
+  EXPECT_EQ(asked, (std::vector<std::string>{"./a.sh", "./b.sh"}));
+  EXPECT_TRUE(s.unresolved.empty());
+  EXPECT_TRUE(HasNote(s, "read as the script's folder (line 1)"));
+}
+
 TEST(LaunchScriptTest, LauncherCounts) {
   LaunchScript s = Read("torchrun --nnodes=2 --nproc-per-node=4 pretrain_gpt.py\n");
   EXPECT_EQ(s.nnodes, 2);
