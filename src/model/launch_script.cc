@@ -69,13 +69,13 @@ class Reader {
     shell_.fixed = &options.variables;
   }
 
-  Status Run(std::string_view text, int depth) {
+  Status Run(std::string_view text, int depth, int first_line = 1) {
     if (text.size() > kMaxScriptBytes) return InvalidInput("JOB", "script larger than 1 MiB");
     if (depth > script::kMaxDepth) {
       return InvalidInput("JOB", "source nested deeper than 32 levels");
     }
-    MEMTUNE_TRY(const script::Tokens tokens, script::Tokenize(text));
-    for (const auto& [line, number] : tokens.sbatch) Sbatch(line, number);
+    MEMTUNE_TRY(const script::Tokens tokens, script::Tokenize(text, first_line));
+    Sbatch(tokens.sbatch);
     for (const RawCommand& command : tokens.commands) {
       MEMTUNE_RETURN_IF_ERROR(Command(command, depth));
     }
@@ -89,27 +89,32 @@ class Reader {
     if (std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
   }
 
-  // An #SBATCH line: its counts, and the SLURM_* variables sbatch sets from them.
-  void Sbatch(const std::string& line, int number) {
-    std::vector<std::string> words;
-    std::size_t pos = 0;
-    while ((pos = line.find_first_not_of(" \t\r", pos)) != std::string::npos) {
-      const std::size_t end = std::min(line.find_first_of(" \t\r", pos), line.size());
-      words.push_back(line.substr(pos, end - pos));
-      pos = end;
+  // The #SBATCH lines' counts, and the SLURM_* variables sbatch sets from them (Slurm's
+  // sbatch man page, "OUTPUT ENVIRONMENT VARIABLES"), unless the script sets them.
+  void Sbatch(const std::vector<std::pair<std::string, int>>& lines) {
+    if (lines.empty()) return;
+    for (const auto& [line, number] : lines) {
+      std::vector<std::string> words;
+      std::size_t pos = 0;
+      while ((pos = line.find_first_not_of(" \t\r", pos)) != std::string::npos) {
+        const std::size_t end = std::min(line.find_first_of(" \t\r", pos), line.size());
+        words.push_back(line.substr(pos, end - pos));
+        pos = end;
+      }
+      script::ReadCounts(words, sbatch_);
     }
-    script::ReadCounts(words, sbatch_);
-    // Slurm's sbatch sets SLURM_JOB_NUM_NODES (and SLURM_NNODES) and SLURM_GPUS_PER_NODE.
     const std::pair<const char*, const std::optional<int>*> kSet[] = {
         {"SLURM_JOB_NUM_NODES", &sbatch_.nodes},
         {"SLURM_NNODES", &sbatch_.nodes},
         {"SLURM_GPUS_PER_NODE", &sbatch_.gpus},
         {"SLURM_NTASKS_PER_NODE", &sbatch_.procs}};
+    std::string set;
     for (const auto& [name, value] : kSet) {
-      if (!value->has_value()) continue;
+      if (!value->has_value() || shell_.vars.contains(name)) continue;
       shell_.vars[name] = script::StringVariable(std::to_string(**value));
-      Note(std::string(name) + "=" + std::to_string(**value) + " from #SBATCH" + At(number));
+      set += std::string(set.empty() ? "" : " ") + name + "=" + std::to_string(**value);
     }
+    if (!set.empty()) Note("#SBATCH lines set " + set);
   }
 
   Status Command(const RawCommand& command, int depth);
@@ -181,8 +186,8 @@ Status Reader::Builtin(const std::string& name, const RawCommand& command, std::
     return Source(command, i, depth);
   }
   if (name == "sbatch" && command.heredoc) {
-    return Run(command.heredoc_quoted ? *command.heredoc : HeredocText(*command.heredoc),
-               depth + 1);
+    return Run(command.heredoc_quoted ? *command.heredoc : HeredocText(*command.heredoc), depth + 1,
+               command.heredoc_line);
   }
   std::map<std::string, std::string> env;
   for (std::size_t a = 0; a < i; ++a) {
@@ -233,8 +238,8 @@ Status Reader::Assign(const RawWord& word, int line, std::map<std::string, std::
     for (std::string& n : e.notes) notes.push_back(std::move(n));
   };
   if (word.is_array) {
-    for (const std::string& element : word.elements) {
-      MEMTUNE_TRY(Expansion e, script::ExpandWord(element, line, shell_));
+    for (std::size_t i = 0; i < word.elements.size(); ++i) {
+      MEMTUNE_TRY(Expansion e, script::ExpandWord(word.elements[i], word.element_lines[i], shell_));
       take(std::move(e));
     }
   } else {
@@ -286,7 +291,8 @@ Status Reader::Candidate(const RawCommand& command, std::size_t i,
   Found found;
   for (std::size_t w = i; w < command.words.size(); ++w) {
     if (command.words[w].is_array) continue;
-    MEMTUNE_TRY(Expansion e, script::ExpandWord(command.words[w].text, command.line, shell_));
+    MEMTUNE_TRY(Expansion e,
+                script::ExpandWord(command.words[w].text, command.words[w].line, shell_));
     // An unresolved word keeps its place ('') so the flag before it keeps its value slot.
     if (e.fields.empty() && !e.unresolved.empty()) e.fields.emplace_back();
     for (UnresolvedVariable& u : e.unresolved)
@@ -334,17 +340,20 @@ Result<LaunchScript> Reader::Finish() {
                        : counts.gpus   ? counts.gpus
                        : sbatch_.procs ? sbatch_.procs
                                        : sbatch_.gpus;
-  std::set<std::string> seen;
+  std::set<std::string> seen, launcher_only;
   for (const auto& [at, u] : found_->unresolved) {
     // A launcher word other than a count (--master_addr $HOST) does not change memory.
     const bool count = std::find(count_words.begin(), count_words.end(), at) != count_words.end();
     if (at < found_->script && !count) {
-      Note(u.name + " in the launcher's options left unresolved" + At(u.line));
+      launcher_only.insert(u.name + " not expanded");
+      Note(u.name + " not expanded: a launcher option memory does not depend on" + At(u.line));
       continue;
     }
     if (seen.insert(u.name).second) out.unresolved.push_back(u);
   }
-  for (std::string& n : found_->notes) Note(std::move(n));
+  for (std::string& n : found_->notes) {
+    if (!launcher_only.contains(n.substr(0, n.find(" (line")))) Note(std::move(n));
+  }
   out.notes = notes_;
   return out;
 }

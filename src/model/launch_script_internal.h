@@ -22,8 +22,10 @@ inline constexpr std::size_t kMaxTotalBytes = 64ull << 20;  // everything expand
 // text "NAME=" and its element words in `elements`.
 struct RawWord {
   std::string text;
+  int line = 0;  // where the word starts
   bool is_array = false;
   std::vector<std::string> elements;
+  std::vector<int> element_lines;  // where each element starts
 };
 
 // One simple command: the words between separators (newline ; & && || |).
@@ -32,6 +34,7 @@ struct RawCommand {
   int line = 0;                        // of the first word
   std::optional<std::string> heredoc;  // the body of the first `<<WORD` of this command
   bool heredoc_quoted = false;         // `<<'EOF'`: the body is not expanded
+  int heredoc_line = 0;                // of the body's first line
 };
 
 // A tokenized script: its commands and its `#SBATCH` comment lines (text after "#SBATCH").
@@ -42,8 +45,8 @@ struct Tokens {
 
 // Splits a script into commands (bash manual 3.2 Shell Commands, 3.1.2 Quoting, 3.6.6).
 // Redirections and their targets are dropped. Errors: kInvalidInput "line N" for an
-// unterminated quote, `$(`, `${`, backtick, array or heredoc.
-Result<Tokens> Tokenize(std::string_view text);
+// unterminated quote, `$(`, `${`, backtick, array or heredoc. Lines count from `first_line`.
+Result<Tokens> Tokenize(std::string_view text, int first_line = 1);
 
 // A shell variable: a string is a one-element array (bash manual 6.7).
 struct Variable {

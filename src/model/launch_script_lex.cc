@@ -46,7 +46,7 @@ struct PendingHeredoc {
 
 class Lexer {
  public:
-  explicit Lexer(std::string_view text) : text_(text) {}
+  Lexer(std::string_view text, int first_line) : text_(text), line_(first_line) {}
 
   Result<Tokens> Run() {
     while (pos_ < text_.size()) {
@@ -147,10 +147,12 @@ class Lexer {
         if (!closed) body.append(line).push_back('\n');
       }
       if (!closed) return Unterminated(start - 1, "heredoc '" + h.delimiter + "'");
-      RawCommand& owner = tokens_.commands.at(h.command);
+      if (h.command >= tokens_.commands.size()) continue;  // `<<EOF` with no command
+      RawCommand& owner = tokens_.commands[h.command];
       if (owner.heredoc && owner.heredoc->empty()) {
         owner.heredoc = std::move(body);
         owner.heredoc_quoted = h.quoted;
+        owner.heredoc_line = start;
       }
     }
     pending_.clear();
@@ -159,7 +161,7 @@ class Lexer {
 
   Result<RawWord> Word() {
     RawWord word;
-    word_line_ = line_;
+    word.line = word_line_ = line_;
     while (pos_ < text_.size()) {
       const char c = text_[pos_];
       if (IsBlank(c) || c == '\n') break;
@@ -211,6 +213,7 @@ class Lexer {
         ++line_;
       } else {
         std::string element;
+        word.element_lines.push_back(line_);
         while (pos_ < text_.size() && !IsBlank(text_[pos_]) && text_[pos_] != '\n' &&
                text_[pos_] != ')') {
           MEMTUNE_RETURN_IF_ERROR(Piece(element));
@@ -224,8 +227,8 @@ class Lexer {
 
   std::string_view text_;
   std::size_t pos_ = 0;
-  int line_ = 1;
-  int word_line_ = 1;
+  int line_;
+  int word_line_ = 0;
   RawCommand current_;
   Tokens tokens_;
   std::vector<PendingHeredoc> pending_;
@@ -280,6 +283,8 @@ std::size_t FindClose(std::string_view text, std::size_t open) {
   return std::string_view::npos;
 }
 
-Result<Tokens> Tokenize(std::string_view text) { return Lexer(text).Run(); }
+Result<Tokens> Tokenize(std::string_view text, int first_line) {
+  return Lexer(text, first_line).Run();
+}
 
 }  // namespace memtune::model::script
