@@ -76,7 +76,8 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
 }  // namespace
 
 void AddJobOptions(CLI::App& app, JobFlags& f) {
-  auto* file = app.add_option("JOB", f.job_file, "Job document, YAML or JSON ('-' reads stdin)");
+  auto* file = app.add_option(
+      "JOB", f.job_file, "Job document (YAML or JSON) or bash launch script ('-' reads stdin)");
   auto* example =
       app.add_option("--example", f.example, "Built-in example job")->option_text("NAME");
   file->excludes(example);
@@ -103,15 +104,15 @@ void AddJobOptions(CLI::App& app, JobFlags& f) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--env", f.env,
-                 "Set a launch environment variable (memtune.env), e.g. NCCL_NVLS_ENABLE=0 "
-                 "(repeatable)")
+                 "Set a launch environment variable (memtune.env) and a launch script's "
+                 "variable, e.g. NCCL_NVLS_ENABLE=0 (repeatable)")
       ->option_text("NAME=VALUE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto* args = app.add_option("--megatron-args", f.megatron_args, "A Megatron-LM launch command")
                    ->option_text("\"...\"");
   auto* args_file = app.add_option("--megatron-args-file", f.megatron_args_file,
-                                   "A file holding a Megatron-LM launch command")
+                                   "A Megatron-LM launch command or bash launch script")
                         ->option_text("FILE");
   args->excludes(args_file);
   app.add_flag("--verbose", f.verbose, "Also list the defaults used and the fields ignored");

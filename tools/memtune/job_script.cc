@@ -28,7 +28,8 @@ model::ScriptOptions Options(const std::string& path, const std::vector<std::str
 Error UnresolvedError(const std::string& path, const std::vector<model::UnresolvedVariable>& all) {
   std::string names, flags, substitutions;
   for (const model::UnresolvedVariable& u : all) {
-    names += (names.empty() ? "" : ", ") + u.name + " (line " + std::to_string(u.line) + ")";
+    const std::string shown = u.name.rfind('$', 0) == 0 ? u.name : "$" + u.name;
+    names += (names.empty() ? "" : ", ") + shown + " (line " + std::to_string(u.line) + ")";
     if (u.name.rfind('$', 0) == 0) {
       substitutions += (substitutions.empty() ? "" : ", ") + u.name;
     } else {

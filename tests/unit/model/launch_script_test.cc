@@ -137,6 +137,10 @@ TEST(LaunchScriptTest, SbatchHeredocAndDirectives) {
   EXPECT_EQ(s.command, "srun python pretrain_gpt.py --num-layers 12 --nodes-seen 4");
   EXPECT_EQ(s.nnodes, 4);
   EXPECT_EQ(s.nproc_per_node, 8);
+  // Lines inside a heredoc count from the script's top.
+  EXPECT_EQ(Names(Read("\nsbatch <<EOF\n\npython pretrain_gpt.py --a $X\nEOF\n")),
+            std::vector<std::string>{"X:4"});
+  EXPECT_EQ(Fail("<<EOF\nx\nEOF\n").message.substr(0, 26), "no training command found:");
 }
 
 TEST(LaunchScriptTest, UnquotedHeredocBackslashes) {
@@ -197,7 +201,8 @@ TEST(LaunchScriptTest, UnresolvedVariablesNamed) {
                               "--num-layers $NUM_LAYERS --save $CKPT --data $(ls data)\n");
   EXPECT_EQ(Names(s), (std::vector<std::string>{"NN:4", "NUM_LAYERS:4", "1:1", "$(ls data):4"}));
   EXPECT_TRUE(HasNote(s, "$(hostname) not expanded (line 2)"));
-  EXPECT_TRUE(HasNote(s, "HOST in the launcher's options left unresolved (line 2)"));
+  EXPECT_TRUE(
+      HasNote(s, "HOST not expanded: a launcher option memory does not depend on (line 2)"));
   EXPECT_FALSE(s.env.contains("MASTER"));
   EXPECT_EQ(s.command.find('$'), std::string::npos);
 }
