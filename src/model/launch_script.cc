@@ -71,6 +71,10 @@ class Reader {
 
   Status Run(std::string_view text, int depth, int first_line = 1) {
     if (text.size() > kMaxScriptBytes) return InvalidInput("JOB", "script larger than 1 MiB");
+    shell_.total_bytes += text.size();
+    if (shell_.total_bytes > script::kMaxTotalBytes) {
+      return InvalidInput("JOB", "scripts and expansions larger than 64 MiB in all");
+    }
     if (depth > script::kMaxDepth) {
       return InvalidInput("JOB", "source nested deeper than 32 levels");
     }
@@ -86,7 +90,12 @@ class Reader {
 
  private:
   void Note(std::string note) {
-    if (std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
+    if (!note_set_.insert(note).second) return;
+    if (notes_.size() < script::kMaxNotes) {
+      notes_.push_back(std::move(note));
+    } else {
+      ++notes_left_out_;
+    }
   }
 
   // The #SBATCH lines' counts, and the SLURM_* variables sbatch sets from them (Slurm's
@@ -130,6 +139,9 @@ class Reader {
   std::set<std::string> exported_;
   Counts sbatch_;
   std::vector<std::string> notes_;
+  std::set<std::string> note_set_;
+  std::size_t notes_left_out_ = 0;
+  int sourced_ = 0;
   std::optional<Found> found_;
 };
 
@@ -214,6 +226,10 @@ Status Reader::Source(const RawCommand& command, std::size_t i, int depth) {
     Note("source " + file + " not read: " + text.error().Describe() + At(command.line));
     return OkStatus();
   }
+  if (++sourced_ > script::kMaxSourced) {
+    return InvalidInput("JOB", "more than " + std::to_string(script::kMaxSourced) +
+                                   " files sourced" + At(command.line));
+  }
   if (depth + 1 > script::kMaxDepth) {
     return InvalidInput("JOB", "source nested deeper than 32 levels" + At(command.line));
   }
@@ -255,15 +271,17 @@ Status Reader::Assign(const RawWord& word, int line, std::map<std::string, std::
   script::Variable& var = shell_.vars[name];
   if (!append) var = script::Variable{};
   if (var.values.empty() || value.is_array || var.is_array) {
+    for (const std::string& v : value.values) var.bytes += v.size() + 1;
     var.values.insert(var.values.end(), value.values.begin(), value.values.end());
   } else if (!value.values.empty()) {
+    var.bytes += value.values[0].size();
     var.values[0] += value.values[0];
   }
   var.is_array = var.is_array || value.is_array;
-  var.taint.insert(var.taint.end(), value.taint.begin(), value.taint.end());
-  std::size_t bytes = 0;
-  for (const std::string& v : var.values) bytes += v.size() + 1;
-  if (bytes > script::kMaxWordBytes) {
+  if (var.taint.size() < script::kMaxNotes) {
+    var.taint.insert(var.taint.end(), value.taint.begin(), value.taint.end());
+  }
+  if (var.bytes > script::kMaxWordBytes) {
     return InvalidInput("line " + std::to_string(line), name + " grows larger than 1 MiB");
   }
   return OkStatus();
@@ -355,6 +373,7 @@ Result<LaunchScript> Reader::Finish() {
     if (!launcher_only.contains(n.substr(0, n.find(" (line")))) Note(std::move(n));
   }
   out.notes = notes_;
+  if (notes_left_out_ > 0) out.notes.push_back(std::to_string(notes_left_out_) + " more notes");
   return out;
 }
 

@@ -125,6 +125,11 @@ class Expander {
  private:
   std::string Where() const { return "line " + std::to_string(line_); }
 
+  // Kept up to kMaxNotes, so that a value built from itself line after line stays small.
+  void Unresolved(UnresolvedVariable u) {
+    if (out_.unresolved.size() < kMaxNotes) out_.unresolved.push_back(std::move(u));
+  }
+
   Status DoubleQuoted(std::string_view body) {
     has_ = true;
     for (std::size_t i = 0; i < body.size();) {
@@ -181,7 +186,7 @@ class Expander {
       return Literal(".");
     }
     const std::string name = Shorten(text);
-    out_.unresolved.push_back({name, line_});
+    Unresolved({name, line_});
     out_.notes.push_back(name + " not expanded (line " + std::to_string(line_) + ")");
     has_ = true;
     return OkStatus();
@@ -191,7 +196,7 @@ class Expander {
     MEMTUNE_TRY(const std::string text, Sub(expr));
     std::vector<UnresolvedVariable> unset;
     Result<std::int64_t> value = EvaluateArithmetic(text, line_, shell_, unset);
-    for (UnresolvedVariable& u : unset) out_.unresolved.push_back(std::move(u));
+    for (UnresolvedVariable& u : unset) Unresolved(std::move(u));
     if (!value) {
       MEMTUNE_RETURN_IF_ERROR(Substitution("$((" + std::string(expr) + "))"));
       out_.notes.back() += ": " + value.error().message;
@@ -204,7 +209,7 @@ class Expander {
   Result<std::string> Sub(std::string_view text) {
     Expansion inner;
     MEMTUNE_RETURN_IF_ERROR(Expander(shell_, line_, depth_ + 1, false, inner).Run(text));
-    for (auto& u : inner.unresolved) out_.unresolved.push_back(std::move(u));
+    for (auto& u : inner.unresolved) Unresolved(std::move(u));
     for (auto& n : inner.notes) out_.notes.push_back(std::move(n));
     return Join(inner.fields);
   }
@@ -242,11 +247,11 @@ class Expander {
       return Emit({word}, quoted, false);
     }
     if (var == nullptr || (op == '?' && !set)) {
-      out_.unresolved.push_back({p.name, line_});
+      Unresolved({p.name, line_});
       has_ = has_ || quoted;
       return OkStatus();
     }
-    for (const UnresolvedVariable& u : var->taint) out_.unresolved.push_back(u);
+    for (const UnresolvedVariable& u : var->taint) Unresolved(u);
     return Values(p, *var, quoted);
   }
 

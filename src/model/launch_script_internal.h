@@ -17,6 +17,8 @@ namespace memtune::model::script {
 inline constexpr int kMaxDepth = 32;                        // nested ${...} / source levels
 inline constexpr std::size_t kMaxWordBytes = 1 << 20;       // one word or variable
 inline constexpr std::size_t kMaxTotalBytes = 64ull << 20;  // everything expanded, in total
+inline constexpr int kMaxSourced = 256;                     // `source` commands followed
+inline constexpr std::size_t kMaxNotes = 50;                // notes kept; the rest counted
 
 // One word as written (quotes and `$` kept). An array assignment `NAME=(a b)` has
 // text "NAME=" and its element words in `elements`.
@@ -53,10 +55,12 @@ struct Variable {
   std::vector<std::string> values;
   bool is_array = false;
   std::vector<UnresolvedVariable> taint;  // what its value needed but could not resolve
+  std::size_t bytes = 0;                  // of all values, one separator byte each
 };
 
 inline Variable StringVariable(std::string value) {
   Variable v;
+  v.bytes = value.size() + 1;
   v.values.push_back(std::move(value));
   return v;
 }

@@ -237,6 +237,27 @@ TEST(LaunchScriptTest, HostileInput) {
   EXPECT_TRUE(HasNote(Read(parens + kRun + "\n"), "deeper than 32"));
 }
 
+// Inputs that would take quadratic or exponential time without the limits; each must
+// finish at once (ctest's timeout would catch a hang).
+TEST(LaunchScriptTest, HostileInputIsBounded) {
+  std::string notes, appends;
+  for (int i = 0; i < 50000; ++i) notes += "A=$(x)$A$B\n";
+  const LaunchScript s = Read(notes + kRun + "--a $A\n");
+  EXPECT_EQ(s.notes.size(), 51u);  // 50 kept, then "49950 more notes"
+  EXPECT_EQ(s.notes.back(), "49950 more notes");
+  EXPECT_LE(s.unresolved.size(), 50u);
+  for (int i = 0; i < 100000; ++i) appends += "A+=(x)\n";
+  EXPECT_TRUE(Read(appends + kRun + "\n").command.ends_with("pretrain_gpt.py"));
+  ScriptOptions twice;
+  twice.read_file = [](const std::string& path) -> Result<std::string> {
+    return std::string(path == "a.sh" ? "source a.sh\nsource a.sh\n" : "");
+  };
+  EXPECT_EQ(Fail("source a.sh\n", twice).message, "source nested deeper than 32 levels (line 1)");
+  std::string many;
+  for (int i = 0; i < 300; ++i) many += "source b.sh\n";
+  EXPECT_EQ(Fail(many, twice).message, "more than 256 files sourced (line 257)");
+}
+
 TEST(LaunchScriptTest, Unterminated) {
   EXPECT_EQ(Fail("A='x\n").Describe(), "line 1: unterminated ' quote");
   EXPECT_EQ(Fail("A=\"x\n").Describe(), "line 1: unterminated \"");
