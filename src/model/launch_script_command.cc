@@ -48,10 +48,16 @@ std::string Basename(const std::string& word) {
   return slash == std::string::npos ? word : word.substr(slash + 1);
 }
 
+// "python", "python3", "python3.11": not "python_script:".
+bool IsPython(const std::string& name) {
+  return name.rfind("python", 0) == 0 && std::all_of(name.begin() + 6, name.end(), [](char c) {
+           return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+         });
+}
+
 bool IsLauncher(const std::string& word) {
   const std::string name = Basename(word);
-  return name == "torchrun" || name == "deepspeed" || name == "srun" ||
-         name.rfind("python", 0) == 0;
+  return name == "torchrun" || name == "deepspeed" || name == "srun" || IsPython(name);
 }
 
 bool IsPythonScript(const std::string& word) {
@@ -135,7 +141,7 @@ bool LooksLikeLaunchScript(std::string_view text) {
     const std::string name =
         script::Basename(std::string(line.substr(0, std::min(line.find(' '), line.size()))));
     if (name == "torchrun" || name == "deepspeed" || name == "srun") return true;
-    if (name.rfind("python", 0) == 0 && line.find(".py") != std::string_view::npos) return true;
+    if (script::IsPython(name) && line.find(".py") != std::string_view::npos) return true;
   }
   return false;
 }

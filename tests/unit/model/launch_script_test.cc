@@ -274,6 +274,8 @@ TEST(LaunchScriptTest, LooksLikeLaunchScript) {
   EXPECT_FALSE(LooksLikeLaunchScript("model:\n  preset: llama3-8b\n"));
   EXPECT_FALSE(LooksLikeLaunchScript("{\"model\": {\"num_layers\": 2}}"));
   EXPECT_FALSE(LooksLikeLaunchScript("python: 3\n"));
+  EXPECT_FALSE(LooksLikeLaunchScript("python_script: train.py\n"));
+  EXPECT_TRUE(LooksLikeLaunchScript("python3.11 train.py --num-layers 2\n"));
 }
 
 TEST(LaunchScriptTest, QuotedCommandReadsBack) {
