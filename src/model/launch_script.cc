@@ -130,6 +130,7 @@ class Reader {
   Status Builtin(const std::string& name, const RawCommand& command, std::size_t i, int depth);
   Status Source(const RawCommand& command, std::size_t i, int depth);
   Status Assign(const RawWord& word, int line, std::map<std::string, std::string>* env);
+  Status Store(const std::string& name, bool append, const script::Variable& value, int line);
   Status Candidate(const RawCommand& command, std::size_t i,
                    std::map<std::string, std::string> env);
   std::map<std::string, std::string> ExportedEnv(std::vector<std::string>& notes) const;
@@ -268,6 +269,12 @@ Status Reader::Assign(const RawWord& word, int line, std::map<std::string, std::
     if (value.taint.empty()) (*env)[name] = value.values.empty() ? "" : value.values[0];
     return OkStatus();
   }
+  return Store(name, append, value, line);
+}
+
+// Sets or appends to a shell variable, keeping its size within kMaxWordBytes.
+Status Reader::Store(const std::string& name, bool append, const script::Variable& value,
+                     int line) {
   script::Variable& var = shell_.vars[name];
   if (!append) var = script::Variable{};
   if (var.values.empty() || value.is_array || var.is_array) {
