@@ -67,6 +67,8 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
       return InvalidInput("--env", "--env '" + item + "' is not NAME=VALUE",
                           "e.g. --env NCCL_NVLS_ENABLE=0");
     }
+    // `--env 1=VALUE` is a launch script's argument ($1), not an environment variable.
+    if (std::isdigit(static_cast<unsigned char>(item[0]))) continue;
     // The value as a YAML single-quoted string: the launch environment holds text.
     out.push_back({"memtune.env." + item.substr(0, eq), YamlQuoted(item.substr(eq + 1)), "--env"});
   }
