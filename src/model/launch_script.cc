@@ -129,6 +129,7 @@ class Reader {
   Status Command(const RawCommand& command, int depth);
   Status Builtin(const std::string& name, const RawCommand& command, std::size_t i, int depth);
   Status Source(const RawCommand& command, std::size_t i, int depth);
+  Status Eval(const RawCommand& command, std::size_t i, int depth);
   Status Assign(const RawWord& word, int line, std::map<std::string, std::string>* env);
   Status Store(const std::string& name, bool append, const script::Variable& value, int line);
   Status Candidate(const RawCommand& command, std::size_t i,
@@ -198,6 +199,7 @@ Status Reader::Builtin(const std::string& name, const RawCommand& command, std::
   if ((name == "source" || name == ".") && i + 1 < words.size()) {
     return Source(command, i, depth);
   }
+  if (name == "eval") return Eval(command, i, depth);
   if (name == "sbatch" && command.heredoc) {
     return Run(command.heredoc_quoted ? *command.heredoc : HeredocText(*command.heredoc), depth + 1,
                command.heredoc_line);
@@ -235,6 +237,21 @@ Status Reader::Source(const RawCommand& command, std::size_t i, int depth) {
     return InvalidInput("JOB", "source nested deeper than 32 levels" + At(command.line));
   }
   return Run(*text, depth + 1);
+}
+
+// `eval WORDS`: the expanded words, joined by spaces, read again as a command (bash manual
+// 4.1 Bourne Shell Builtins).
+Status Reader::Eval(const RawCommand& command, std::size_t i, int depth) {
+  std::string text;
+  for (std::size_t w = i + 1; w < command.words.size(); ++w) {
+    MEMTUNE_TRY(const Expansion e,
+                script::ExpandWord(command.words[w].text, command.words[w].line, shell_));
+    for (const UnresolvedVariable& u : e.unresolved) {
+      Note("eval of $" + u.name + ", which is not set" + At(u.line));
+    }
+    for (const std::string& field : e.fields) text += (text.empty() ? "" : " ") + field;
+  }
+  return Run(text, depth + 1, command.line);
 }
 
 // NAME=value, NAME+=value, NAME=(...), NAME+=(...). With `env`, the value goes there (a

@@ -195,6 +195,13 @@ TEST(LaunchScriptTest, LastTrainingCommandAndPrefixEnv) {
                        {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}}));
 }
 
+TEST(LaunchScriptTest, CommandInAVariableAndEval) {
+  EXPECT_EQ(Read("L=2\nCMD=\"torchrun pretrain_gpt.py --num-layers $L\"\n$CMD\n").command,
+            "torchrun pretrain_gpt.py --num-layers 2");
+  EXPECT_EQ(Read("C=\"python train.py --data-path 'a b' --n 1\"\neval \"$C\"\n").command,
+            "python train.py --data-path 'a b' --n 1");
+}
+
 TEST(LaunchScriptTest, UnresolvedVariablesNamed) {
   const LaunchScript s = Read(std::string("CKPT=$1\nHOST=$(hostname)\nexport MASTER=`hostname`\n") +
                               "torchrun --master_addr $HOST --nnodes $NN pretrain_gpt.py "
