@@ -132,8 +132,9 @@ class Reader {
   Status Eval(const RawCommand& command, std::size_t i, int depth);
   Status Assign(const RawWord& word, int line, std::map<std::string, std::string>* env);
   Status Store(const std::string& name, bool append, const script::Variable& value, int line);
-  Status Candidate(const RawCommand& command, std::size_t i,
-                   std::map<std::string, std::string> env);
+  Status Candidate(const RawCommand& command, std::size_t i, std::map<std::string, std::string> env,
+                   int depth);
+  Status ShellDashC(const std::vector<std::string>& fields, int line, int depth);
   std::map<std::string, std::string> ExportedEnv(std::vector<std::string>& notes) const;
 
   const ScriptOptions& options_;
@@ -208,7 +209,7 @@ Status Reader::Builtin(const std::string& name, const RawCommand& command, std::
   for (std::size_t a = 0; a < i; ++a) {
     if (IsAssignment(words[a])) MEMTUNE_RETURN_IF_ERROR(Assign(words[a], command.line, &env));
   }
-  return Candidate(command, i, std::move(env));
+  return Candidate(command, i, std::move(env), depth);
 }
 
 Status Reader::Source(const RawCommand& command, std::size_t i, int depth) {
@@ -267,7 +268,8 @@ Status Reader::Assign(const RawWord& word, int line, std::map<std::string, std::
     for (std::string& field : e.fields) value.values.push_back(std::move(field));
     for (UnresolvedVariable& u : e.unresolved) {
       // A substitution cannot be set with --env; the variable that holds it can.
-      value.taint.push_back(u.name.rfind('$', 0) == 0 ? UnresolvedVariable{name, line} : u);
+      const bool substitution = u.name[0] == '$' || u.name[0] == '`';
+      value.taint.push_back(substitution ? UnresolvedVariable{name, line} : u);
     }
     for (std::string& n : e.notes) notes.push_back(std::move(n));
   };
@@ -328,8 +330,26 @@ std::map<std::string, std::string> Reader::ExportedEnv(std::vector<std::string>&
   return env;
 }
 
+// `bash -c "STRING"` (also after srun, also `bash -x -c`): STRING read as a script, as
+// `eval` is.
+Status Reader::ShellDashC(const std::vector<std::string>& fields, int line, int depth) {
+  for (std::size_t k = 0; k + 2 < fields.size(); ++k) {
+    const std::string& shell = fields[k];
+    const bool is_shell =
+        shell == "bash" || shell == "sh" || shell.ends_with("/bash") || shell.ends_with("/sh");
+    if (!is_shell) continue;
+    // Options before the string: `bash -x -c STRING`, `bash -lc STRING`.
+    for (std::size_t j = k + 1; j + 1 < fields.size() && fields[j].size() > 1 &&
+                                fields[j][0] == '-' && fields[j][1] != '-';
+         ++j) {
+      if (fields[j].find('c') != std::string::npos) return Run(fields[j + 1], depth + 1, line);
+    }
+  }
+  return OkStatus();
+}
+
 Status Reader::Candidate(const RawCommand& command, std::size_t i,
-                         std::map<std::string, std::string> env) {
+                         std::map<std::string, std::string> env, int depth) {
   Found found;
   for (std::size_t w = i; w < command.words.size(); ++w) {
     if (command.words[w].is_array) continue;
@@ -353,7 +373,7 @@ Status Reader::Candidate(const RawCommand& command, std::size_t i,
     ++start;
   }
   const std::optional<std::size_t> script = script::FindTrainingScript(found.fields);
-  if (!script) return OkStatus();
+  if (!script) return ShellDashC(found.fields, command.line, depth);
   found.fields.erase(found.fields.begin(), found.fields.begin() + static_cast<long>(start));
   for (auto& [at, u] : found.unresolved) at = at >= start ? at - start : 0;
   found.script = *script - start;

@@ -92,11 +92,16 @@ std::vector<std::size_t> ReadCounts(const std::vector<std::string>& words, Count
 }
 
 std::optional<std::size_t> FindTrainingScript(const std::vector<std::string>& fields) {
-  std::size_t i = 0;
-  while (i < fields.size() && (fields[i] == "env" || fields[i] == "exec" || fields[i] == "nohup" ||
-                               fields[i].find('=') != std::string::npos)) {
-    ++i;
+  // Commands that only print or test words are never the run.
+  static constexpr std::string_view kNotRuns[] = {"echo", "printf", "cat",   ":",     "test",
+                                                  "[",    "[[",     "local", "export"};
+  if (fields.empty() ||
+      std::find(std::begin(kNotRuns), std::end(kNotRuns), fields[0]) != std::end(kNotRuns)) {
+    return std::nullopt;
   }
+  // The launcher may follow a wrapper (`nsys profile ...`, `uv run`, `numactl ...`).
+  std::size_t i = 0;
+  while (i < fields.size() && !IsLauncher(fields[i]) && !IsPythonScript(fields[i])) ++i;
   if (i >= fields.size() || !IsLauncher(fields[i])) return std::nullopt;
   for (++i; i < fields.size(); ++i) {
     if (!IsPythonScript(fields[i])) continue;
@@ -129,6 +134,18 @@ std::string QuoteWords(const std::vector<std::string>& words) {
 }  // namespace memtune::model::script
 
 namespace memtune::model {
+namespace {
+
+// "NAME=value" or "NAME=(" at the start of a line: a shell assignment, never YAML or JSON.
+bool IsShellAssignment(std::string_view line) {
+  std::size_t i = 0;
+  while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_'))
+    ++i;
+  return i > 0 && i < line.size() && line[i] == '=' &&
+         !std::isdigit(static_cast<unsigned char>(line[0]));
+}
+
+}  // namespace
 
 bool LooksLikeLaunchScript(std::string_view text) {
   if (text.rfind("#!", 0) == 0) return true;
@@ -138,6 +155,7 @@ bool LooksLikeLaunchScript(std::string_view text) {
     const std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     if (line.rfind("#SBATCH", 0) == 0 || line.rfind("export ", 0) == 0) return true;
+    if (IsShellAssignment(line)) return true;
     const std::string name =
         script::Basename(std::string(line.substr(0, std::min(line.find(' '), line.size()))));
     if (name == "torchrun" || name == "deepspeed" || name == "srun") return true;

@@ -22,6 +22,15 @@ std::string Shorten(std::string_view text) {
   return text.size() <= 40 ? std::string(text) : std::string(text.substr(0, 37)) + "...";
 }
 
+// Variables bash itself sets when a script runs (bash manual 5.2 Bash Variables) whose value
+// does not change memory: paths and seeds. Their stand-in value, or nullptr.
+const char* BashSetsAtRunTime(const std::string& name) {
+  if (name == "PWD") return ".";
+  if (name == "RANDOM") return "0";
+  if (name == "HOSTNAME") return "localhost";
+  return nullptr;
+}
+
 // `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)` and the like: the
 // script's own folder, which `source` paths are resolved against anyway.
 bool IsScriptFolder(std::string_view text) {
@@ -36,7 +45,7 @@ bool IsScriptFolder(std::string_view text) {
     const std::string dirname = "$(dirname" + std::string(self) + ")";
     if (s == dirname || s == "$(cd" + dirname + "&&pwd)") return true;
   }
-  return false;
+  return s == "$(pwd)" || s == "`pwd`";  // the current folder: the script's, for memtune
 }
 
 // A parsed ${...}: NAME, optional [INDEX], optional operator and word.
@@ -245,6 +254,13 @@ class Expander {
       if (!set) return OkStatus();
       MEMTUNE_TRY(const std::string word, Sub(p.word));
       return Emit({word}, quoted, false);
+    }
+    if (var == nullptr) {
+      if (const char* value = BashSetsAtRunTime(p.name)) {
+        out_.notes.push_back("$" + p.name + " taken as '" + value + "' (bash sets it when the " +
+                             "script runs; line " + std::to_string(line_) + ")");
+        return Emit({value}, quoted, false);
+      }
     }
     if (var == nullptr || (op == '?' && !set)) {
       Unresolved({p.name, line_});

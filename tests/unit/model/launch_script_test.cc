@@ -202,6 +202,25 @@ TEST(LaunchScriptTest, CommandInAVariableAndEval) {
             "python train.py --data-path 'a b' --n 1");
 }
 
+TEST(LaunchScriptTest, WrappersAndShellStrings) {
+  EXPECT_EQ(
+      Read("nsys profile -o out uv run python -m torch.distributed.run pretrain_gpt.py\n").command,
+      "nsys profile -o out uv run python -m torch.distributed.run pretrain_gpt.py");
+  EXPECT_EQ(Read("echo torchrun pretrain_gpt.py --a 1\ntorchrun pretrain_gpt.py --a 2\n"
+                 "echo torchrun pretrain_gpt.py --a 3\n")
+                .command,
+            "torchrun pretrain_gpt.py --a 2");
+  EXPECT_EQ(
+      Read("CMD=\"cd /x; python pretrain_gpt.py --a 1\"\nsrun -N 2 bash -x -c \"$CMD\"\n").command,
+      "python pretrain_gpt.py --a 1");
+  const LaunchScript s = Read(std::string(kRun) + "--save $PWD/ckpt --seed $RANDOM\n");
+  EXPECT_TRUE(s.unresolved.empty());
+  EXPECT_TRUE(s.command.ends_with("--save ./ckpt --seed 0"));
+  EXPECT_TRUE(HasNote(s, "$PWD taken as '.'"));
+  EXPECT_EQ(Names(Read("D=`uname`\n" + std::string(kRun) + "--d $D\n")),
+            std::vector<std::string>{"D:1"});
+}
+
 TEST(LaunchScriptTest, UnresolvedVariablesNamed) {
   const LaunchScript s = Read(std::string("CKPT=$1\nHOST=$(hostname)\nexport MASTER=`hostname`\n") +
                               "torchrun --master_addr $HOST --nnodes $NN pretrain_gpt.py "
@@ -282,6 +301,7 @@ TEST(LaunchScriptTest, LooksLikeLaunchScript) {
   EXPECT_FALSE(LooksLikeLaunchScript("{\"model\": {\"num_layers\": 2}}"));
   EXPECT_FALSE(LooksLikeLaunchScript("python: 3\n"));
   EXPECT_FALSE(LooksLikeLaunchScript("python_script: train.py\n"));
+  EXPECT_TRUE(LooksLikeLaunchScript("CKPT=$1\nDATA=$2\n"));
   EXPECT_TRUE(LooksLikeLaunchScript("python3.11 train.py --num-layers 2\n"));
 }
 
