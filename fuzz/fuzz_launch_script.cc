@@ -11,9 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text(reinterpret_cast<const char*>(data), size);
   memtune::model::ScriptOptions options;
   options.variables = {{"FIXED", "1"}};
-  options.read_file = [&text](const std::string&) -> memtune::Result<std::string> {
-    return text;
-  };
+  options.read_file = [&text](const std::string&) -> memtune::Result<std::string> { return text; };
   auto script = memtune::model::ReadLaunchScript(text, options);
   (void)script;
   (void)memtune::model::LooksLikeLaunchScript(text);

@@ -116,6 +116,15 @@ std::optional<std::size_t> FindTrainingScript(const std::vector<std::string>& fi
 // The words joined by spaces, each quoted when SplitShellWords would otherwise change it.
 std::string QuoteWords(const std::vector<std::string>& words);
 
+// "NAME=", "NAME+=" (append = true) at the start of `text` -> NAME; "" when `text` does not
+// start an assignment (bash manual 3.4).
+std::string AssignedName(const std::string& text, bool& append);
+bool IsAssignment(const RawWord& word);
+
+// An unquoted heredoc body as the script it submits: the backslash of \$, \` and \\ removed
+// and \<newline> joined (bash manual 3.6.6). Its $ expansions are left to the reader.
+std::string HeredocText(const std::string& body);
+
 // The index one past the matching close of an opening at `open` (`$(` -> `)`, `${` -> `}`,
 // `$((` -> `))`, a backtick), skipping quoted text; npos when unterminated.
 std::size_t FindClose(std::string_view text, std::size_t open);

@@ -236,6 +236,39 @@ class Lexer {
 
 }  // namespace
 
+// "NAME=", "NAME+=" -> NAME; "" when `text` does not start an assignment.
+std::string AssignedName(const std::string& text, bool& append) {
+  std::size_t i = 0;
+  while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+    ++i;
+  if (i == 0 || std::isdigit(static_cast<unsigned char>(text[0]))) return "";
+  append = text.compare(i, 2, "+=") == 0;
+  if (!append && (i >= text.size() || text[i] != '=')) return "";
+  return text.substr(0, i);
+}
+
+// An unquoted heredoc body as the script it submits: bash removes the backslash of \$, \`
+// and \\ and joins \<newline> (bash manual 3.6.6). Its $ expansions are left for the script
+// reader, which shares the variables, so they come out as bash's outer expansion would.
+std::string HeredocText(const std::string& body) {
+  std::string out;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char next = i + 1 < body.size() ? body[i + 1] : '\0';
+    if (body[i] == '\\' && (next == '$' || next == '`' || next == '\\' || next == '\n')) {
+      if (next != '\n') out.push_back(next);
+      ++i;
+      continue;
+    }
+    out.push_back(body[i]);
+  }
+  return out;
+}
+
+bool IsAssignment(const RawWord& word) {
+  bool append = false;
+  return !AssignedName(word.text, append).empty();
+}
+
 std::size_t FindClose(std::string_view text, std::size_t open) {
   std::string stack;  // the closing characters expected, innermost last
   std::size_t i = open;

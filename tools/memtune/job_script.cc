@@ -28,9 +28,10 @@ model::ScriptOptions Options(const std::string& path, const std::vector<std::str
 Error UnresolvedError(const std::string& path, const std::vector<model::UnresolvedVariable>& all) {
   std::string names, flags, substitutions;
   for (const model::UnresolvedVariable& u : all) {
-    const std::string shown = u.name.rfind('$', 0) == 0 ? u.name : "$" + u.name;
+    const bool substitution = u.name[0] == '$' || u.name[0] == '`';
+    const std::string shown = substitution ? u.name : "$" + u.name;
     names += (names.empty() ? "" : ", ") + shown + " (line " + std::to_string(u.line) + ")";
-    if (u.name.rfind('$', 0) == 0) {
+    if (substitution) {
       substitutions += (substitutions.empty() ? "" : ", ") + u.name;
     } else {
       flags += " --env " + u.name + "=VALUE";
