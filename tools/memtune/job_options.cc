@@ -9,10 +9,12 @@
 #include <sstream>
 
 #include "command.h"
+#include "job_script.h"
 #include "memtune/core/file.h"
 #include "memtune/core/units.h"
 #include "memtune/model/examples.h"
 #include "memtune/model/job_compose.h"
+#include "memtune/model/launch_script.h"
 
 namespace memtune::cli {
 namespace {
@@ -22,12 +24,6 @@ Result<std::string> ReadText(const std::string& path, const std::string& field) 
   return ReadInputFile(path, field);
 }
 
-// `text` as a YAML single-quoted scalar.
-std::string YamlQuoted(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-  return quoted + "'";
-}
 
 // Flag -> document path, in the order they are applied.
 void AddFlagOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) {
@@ -74,6 +70,8 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
       return InvalidInput("--env", "--env '" + item + "' is not NAME=VALUE",
                           "e.g. --env NCCL_NVLS_ENABLE=0");
     }
+    // `--env 1=VALUE` is a launch script's argument ($1), not an environment variable.
+    if (std::isdigit(static_cast<unsigned char>(item[0]))) continue;
     // The value as a YAML string: the launch environment holds text.
     out.push_back({"memtune.env." + item.substr(0, eq), YamlQuoted(item.substr(eq + 1)), "--env"});
   }
@@ -83,7 +81,8 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
 }  // namespace
 
 void AddJobOptions(CLI::App& app, JobFlags& f) {
-  auto* file = app.add_option("JOB", f.job_file, "Job document, YAML or JSON ('-' reads stdin)");
+  auto* file = app.add_option(
+      "JOB", f.job_file, "Job document (YAML or JSON) or bash launch script ('-' reads stdin)");
   auto* example =
       app.add_option("--example", f.example, "Built-in example job")->option_text("NAME");
   file->excludes(example);
@@ -122,19 +121,47 @@ void AddJobOptions(CLI::App& app, JobFlags& f) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--env", f.env,
-                 "Set a launch environment variable (memtune.env), e.g. NCCL_NVLS_ENABLE=0 "
-                 "(repeatable)")
+                 "Set a launch environment variable (memtune.env) and a launch script's "
+                 "variable, e.g. NCCL_NVLS_ENABLE=0 (repeatable)")
       ->option_text("NAME=VALUE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto* args = app.add_option("--megatron-args", f.megatron_args, "A Megatron-LM launch command")
                    ->option_text("\"...\"");
   auto* args_file = app.add_option("--megatron-args-file", f.megatron_args_file,
-                                   "A file holding a Megatron-LM launch command")
+                                   "A Megatron-LM launch command or bash launch script")
                         ->option_text("FILE");
   args->excludes(args_file);
   app.add_flag("--verbose", f.verbose, "Also list the defaults used and the fields ignored");
 }
+
+namespace {
+
+// A JOB file that is a launch script, and --megatron-args-file (a script, or a bare
+// command line without `$`), go through the launch-script reader.
+Status LoadCommand(const JobFlags& f, model::JobInputs& inputs, std::vector<std::string>& notes) {
+  const bool job_is_script = model::LooksLikeLaunchScript(inputs.document);
+  if (job_is_script && (!f.megatron_args.empty() || !f.megatron_args_file.empty())) {
+    return InvalidInput(f.megatron_args.empty() ? "--megatron-args-file" : "--megatron-args",
+                        "JOB " + f.job_file + " is a launch script, which gives the command",
+                        "pass one of them");
+  }
+  if (job_is_script) {
+    const std::string text = std::move(inputs.document);
+    inputs.document.clear();
+    return ReadScriptInput(text, f.job_file, f.env, inputs, notes);
+  }
+  inputs.megatron_args = f.megatron_args;
+  if (f.megatron_args_file.empty()) return OkStatus();
+  MEMTUNE_TRY(const std::string text, ReadText(f.megatron_args_file, "--megatron-args-file"));
+  if (!model::LooksLikeLaunchScript(text) && text.find('$') == std::string::npos) {
+    inputs.megatron_args = text;
+    return OkStatus();
+  }
+  return ReadScriptInput(text, f.megatron_args_file, f.env, inputs, notes);
+}
+
+}  // namespace
 
 Result<model::JobDocument> LoadJob(const JobFlags& f) {
   model::JobInputs inputs;
@@ -151,10 +178,8 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
     MEMTUNE_TRY(inputs.document, model::ExampleJobYaml(f.example));
     options.source_name = "example " + f.example;
   }
-  inputs.megatron_args = f.megatron_args;
-  if (!f.megatron_args_file.empty()) {
-    MEMTUNE_TRY(inputs.megatron_args, ReadText(f.megatron_args_file, "--megatron-args-file"));
-  }
+  std::vector<std::string> notes;
+  MEMTUNE_RETURN_IF_ERROR(LoadCommand(f, inputs, notes));
   if (!f.hf_config.empty()) {
     inputs.overrides.push_back({"model.hf_config",
                                 YamlQuoted(std::filesystem::absolute(f.hf_config).string()),
@@ -162,7 +187,9 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
   }
   AddFlagOverrides(f, inputs.overrides);
   MEMTUNE_RETURN_IF_ERROR(AddSetOverrides(f, inputs.overrides));
-  return model::ComposeJob(inputs, options);
+  MEMTUNE_TRY(model::JobDocument doc, model::ComposeJob(inputs, options));
+  doc.warnings.insert(doc.warnings.begin(), notes.begin(), notes.end());
+  return doc;
 }
 
 void PrintJobNotes(std::string_view command, const model::JobDocument& doc, bool verbose) {
