@@ -24,7 +24,6 @@ Result<std::string> ReadText(const std::string& path, const std::string& field) 
   return ReadInputFile(path, field);
 }
 
-
 // Flag -> document path, in the order they are applied.
 void AddFlagOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) {
   const std::pair<const std::string*, std::pair<const char*, const char*>> kFlags[] = {
