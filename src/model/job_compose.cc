@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 #include "memtune/model/ignored_fields.h"
@@ -11,6 +12,7 @@
 #include "model/job_values.h"
 #include "model/job_yaml.h"
 #include "model/megatron_args.h"
+#include "model/torchtitan_toml.h"
 
 namespace memtune::model {
 namespace {
@@ -88,31 +90,6 @@ Error Attribute(Error error, const std::map<std::string, std::string>& origins) 
   return error;
 }
 
-// A torchtitan TOML config (`[model]` / `[training]` tables of `key = value` lines): not
-// YAML, though a few of its lines can parse as YAML. True when the first table header comes
-// before any YAML mapping line and some `key = value` line follows.
-bool LooksLikeToml(std::string_view text) {
-  bool header = false;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t end = std::min(text.find('\n', pos), text.size());
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos || line[first] == '#') continue;
-    line.remove_prefix(first);
-    if (line.front() == '[' && line.find(']') != std::string_view::npos &&
-        line.find(':') == std::string_view::npos) {
-      header = true;
-      continue;
-    }
-    const auto eq = line.find(" = ");
-    if (header && eq != std::string_view::npos && line.find(':') > eq) return true;
-    if (!header) return false;
-  }
-  return false;
-}
-
 // A job naming memtune.recipe (in the document or a --recipe / --set override) is the
 // recipe's document with the job's fields merged on top.
 Result<YAML::Node> StartFromRecipe(const YAML::Node& root,
@@ -175,21 +152,15 @@ void WarnMemoryRelevantIgnored(const YAML::Node& root, JobDocument& doc) {
 }  // namespace
 
 Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& options) {
-  if (LooksLikeToml(inputs.document)) {
-    return InvalidInput(
-        options.source_name.empty() ? std::string("JOB") : options.source_name,
-        std::string("is a TOML file (a torchtitan config); memtune reads YAML or JSON job "
-                    "documents"),
-        "write it as a job with memtune.framework: fsdp2 (docs/job-format.md): [model] "
-        "flavor -> the model's architecture (model.preset or model.hf_config); [training] "
-        "seq_len -> dataset.seq_length, local_batch_size -> train.micro_batch_size, "
-        "global_batch_size -> train.global_batch_size; [parallelism] "
-        "data_parallel_shard_degree -> memtune.fsdp2.shard_degree, tensor_parallel_degree -> "
-        "model.tensor_model_parallel_size, context_parallel_degree -> "
-        "model.context_parallel_size; [activation_checkpoint] mode (+ selective_ac_option) -> "
-        "memtune.fsdp2.activation_checkpoint; [compile] enable -> memtune.fsdp2.compile");
+  // A torchtitan TOML config: read through its translation to an fsdp2 job.
+  std::optional<internal::TomlJob> toml;
+  if (internal::LooksLikeToml(inputs.document)) {
+    MEMTUNE_TRY(toml,
+                internal::TorchtitanTomlToJob(
+                    inputs.document, options.source_name.empty() ? "JOB" : options.source_name));
   }
-  MEMTUNE_TRY(YAML::Node root, internal::LoadYamlText(inputs.document, options.source_name));
+  const std::string& document = toml ? toml->yaml : inputs.document;
+  MEMTUNE_TRY(YAML::Node root, internal::LoadYamlText(document, options.source_name));
   if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) return internal::ParseJobNode(root, options);
   MEMTUNE_TRY(root, StartFromRecipe(root, inputs.overrides));
@@ -213,6 +184,16 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
     return e;
   }
   for (const std::string& flag : ignored_flags) doc->ignored_fields.push_back(flag);
+  if (toml) {
+    for (const std::string& key : toml->ignored) doc->ignored_fields.push_back("torchtitan " + key);
+    doc->warnings.insert(doc->warnings.end(), toml->warnings.begin(), toml->warnings.end());
+    if (!ValueAt(root, "memtune.world_size").IsDefined()) {
+      doc->warnings.push_back(
+          "the torchtitan config names no GPU count (torchtitan takes it from the launcher's "
+          "NGPU): memtune assumed " +
+          std::to_string(doc->job.memtune.world_size) + "; pass --gpus N");
+    }
+  }
   WarnMemoryRelevantIgnored(root, *doc);
   return doc;
 }

@@ -34,6 +34,14 @@ std::string DtypeSource(const JobDocument& doc) {
 
 std::string DescribePrecision(const JobDocument& doc) {
   const ModelConfig& m = doc.job.model;
+  if (doc.job.memtune.framework == Framework::kFsdp2) {
+    // torchtitan's MixedPrecisionPolicy: sharded fp32 parameters, computed in param_dtype.
+    const Fsdp2Config& f = doc.job.memtune.fsdp2;
+    return fmt::format(
+        "FSDP2 mixed precision (memtune.fsdp2): fp32 sharded parameters, {} compute, {} "
+        "gradient reduce{}",
+        DtypeName(f.param_dtype), DtypeName(f.reduce_dtype), f.float8 ? "; float8 linears" : "");
+  }
   std::string what =
       fmt::format("{} parameters, {} compute", DtypeName(m.params_dtype), Compute(m));
   if (doc.job.ddp.grad_reduce_in_fp32) what += ", fp32 gradient reduce";

@@ -1,0 +1,220 @@
+// torchtitan TOML -> job document (torchtitan @ 9dec370 config/job_config.py field names;
+// flavors from torchtitan/models/llama3/__init__.py llama3_args).
+#include "model/torchtitan_toml.h"
+
+#include <algorithm>
+#include <map>
+
+namespace memtune::model::internal {
+namespace {
+
+std::string Trim(std::string_view s) {
+  const auto a = s.find_first_not_of(" \t\r");
+  if (a == std::string_view::npos) return "";
+  const auto b = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(a, b - a + 1));
+}
+
+// The line without a trailing comment (a '#' outside quotes).
+std::string StripComment(std::string_view line) {
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      return std::string(line.substr(0, i));
+    }
+  }
+  return std::string(line);
+}
+
+// A TOML value as a YAML scalar or flow sequence: strings are quoted, the rest kept.
+Result<std::string> ValueText(const std::string& value, const std::string& where) {
+  if (value.empty()) return InvalidInput(where, "has no value after '='");
+  const char first = value.front();
+  if (first == '"' || first == '\'') {
+    if (value.size() < 2 || value.back() != first) {
+      return InvalidInput(where, "an unterminated string: " + value);
+    }
+    return value;
+  }
+  if (first == '[') {
+    if (value.back() != ']') return InvalidInput(where, "an array that does not end on its line");
+    return value;
+  }
+  return value;  // integer, float, true / false
+}
+
+std::string Unquote(const std::string& value) {
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) {
+    return value.substr(1, value.size() - 2);
+  }
+  return value;
+}
+
+// The catalog model of a torchtitan llama3 flavor (dim, layers, heads, kv heads and ffn of
+// llama3_args match the presets' config.json architectures).
+const std::map<std::string, std::string>& Llama3Flavors() {
+  static const std::map<std::string, std::string> kFlavors = {
+      {"8B", "llama3-8b"}, {"70B", "llama3-70b"}, {"405B", "llama3.1-405b"}};
+  return kFlavors;
+}
+
+// The file's values: "table.key" -> value text.
+struct Mapped {
+  std::map<std::string, std::string> values;
+};
+
+}  // namespace
+
+bool LooksLikeToml(std::string_view text) {
+  bool header = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    std::string line = Trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    if (line.empty() || line.front() == '#') continue;
+    if (line.front() == '[' && line.find(']') != std::string::npos &&
+        line.find(':') == std::string::npos) {
+      header = true;
+      continue;
+    }
+    const auto eq = line.find(" = ");
+    if (header && eq != std::string::npos && line.find(':') > eq) return true;
+    if (!header) return false;
+  }
+  return false;
+}
+
+Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& source) {
+  Mapped m;
+  std::string table;
+  std::size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string line = Trim(StripComment(text.substr(pos, end - pos)));
+    pos = end + 1;
+    ++line_no;
+    if (line.empty()) continue;
+    const std::string where = source + ":" + std::to_string(line_no);
+    if (line.front() == '[') {
+      if (line.back() != ']' || line.size() < 3)
+        return InvalidInput(where, "a malformed table header");
+      table = Trim(std::string_view(line).substr(1, line.size() - 2));
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      return InvalidInput(where, "is not `key = value`: " + line.substr(0, 80));
+    }
+    const std::string key = Trim(std::string_view(line).substr(0, eq));
+    MEMTUNE_TRY(std::string value, ValueText(Trim(std::string_view(line).substr(eq + 1)), where));
+    m.values[table.empty() ? key : table + "." + key] = value;
+  }
+
+  TomlJob out;
+  auto get = [&](const char* key, const char* fallback) {
+    const auto it = m.values.find(key);
+    return it == m.values.end() ? std::string(fallback) : Unquote(it->second);
+  };
+  const std::string name = get("model.name", "llama3");
+  const std::string flavor = get("model.flavor", "");
+  if (Unquote(name) != "llama3") {
+    return Unsupported("model.name", "torchtitan model '" + Unquote(name) + "' is not supported",
+                       "supported: llama3 (flavors 8B, 70B, 405B)");
+  }
+  const auto preset = Llama3Flavors().find(Unquote(flavor));
+  if (preset == Llama3Flavors().end()) {
+    return Unsupported("model.flavor", "llama3 flavor '" + Unquote(flavor) + "' is not supported",
+                       "supported: 8B, 70B, 405B");
+  }
+  const std::string mode = get("activation_checkpoint.mode", "selective");
+  const std::string option = get("activation_checkpoint.selective_ac_option", "2");
+  std::string ac = mode == "none" ? "none" : mode == "full" ? "full" : "";
+  if (mode == "selective") ac = option == "op" ? "selective_op" : "selective_layer";
+  if (ac.empty()) {
+    return Unsupported("activation_checkpoint.mode", "mode '" + mode + "' is not supported",
+                       "allowed: none, selective, full");
+  }
+  if (mode == "selective" && option != "op" && option != "2") {
+    out.warnings.push_back("activation_checkpoint.selective_ac_option = " + option +
+                           ": memtune models torchtitan's default, every 2nd layer");
+  }
+  const std::string components = get("compile.components", "[\"model\", \"loss\"]");
+  const bool compile = get("compile.enable", "false") == "true";
+  const std::string converters = get("model.converters", "[]");
+  const std::string reshard = get("parallelism.fsdp_reshard_after_forward", "default");
+  std::string shard = get("parallelism.data_parallel_shard_degree", "-1");
+  const std::string seq = get("training.seq_len", "2048");
+  std::string y;
+  y += "# Translated from the torchtitan config " + source + " by memtune.\n";
+  y += "model:\n  preset: " + preset->second + "\n";
+  y += "  tensor_model_parallel_size: " + get("parallelism.tensor_parallel_degree", "1") + "\n";
+  y += "  pipeline_model_parallel_size: " + get("parallelism.pipeline_parallel_degree", "1") + "\n";
+  y += "  context_parallel_size: " + get("parallelism.context_parallel_degree", "1") + "\n";
+  y += "  seq_length: " + seq + "\n";
+  y += "train:\n  micro_batch_size: " +
+       get("training.local_batch_size", get("training.batch_size", "8").c_str()) + "\n";
+  if (m.values.count("training.global_batch_size") &&
+      get("training.global_batch_size", "-1") != "-1") {
+    y += "  global_batch_size: " + get("training.global_batch_size", "") + "\n";
+  }
+  y += "dataset:\n  seq_length: " + seq + "\n";
+  y += "memtune:\n  framework: fsdp2\n  fsdp2:\n";
+  y += "    shard_degree: " + shard + "\n";
+  y += "    activation_checkpoint: " + ac + "\n";
+  y += std::string("    compile: ") + (compile ? "true" : "false") + "\n";
+  y += std::string("    compile_loss: ") +
+       (compile && components.find("loss") != std::string::npos ? "true" : "false") + "\n";
+  y += std::string("    float8: ") +
+       (converters.find("float8") != std::string::npos ? "true" : "false") + "\n";
+  y += std::string("    reshard_after_forward: ") + (reshard == "never" ? "false" : "true") + "\n";
+  if (m.values.count("training.mixed_precision_param")) {
+    const std::string p = get("training.mixed_precision_param", "bfloat16");
+    y += "    param_dtype: " +
+         std::string(p == "float32"   ? "fp32"
+                     : p == "float16" ? "fp16"
+                                      : "bf16") +
+         "\n";
+  }
+  if (m.values.count("training.mixed_precision_reduce")) {
+    const std::string r = get("training.mixed_precision_reduce", "float32");
+    y += "    reduce_dtype: " +
+         std::string(r == "bfloat16"  ? "bf16"
+                     : r == "float16" ? "fp16"
+                                      : "fp32") +
+         "\n";
+  }
+  out.yaml = y;
+  static const char* kRead[] = {"model.name",
+                                "model.flavor",
+                                "model.converters",
+                                "activation_checkpoint.mode",
+                                "activation_checkpoint.selective_ac_option",
+                                "compile.enable",
+                                "compile.components",
+                                "parallelism.fsdp_reshard_after_forward",
+                                "parallelism.data_parallel_shard_degree",
+                                "parallelism.tensor_parallel_degree",
+                                "parallelism.pipeline_parallel_degree",
+                                "parallelism.context_parallel_degree",
+                                "training.seq_len",
+                                "training.local_batch_size",
+                                "training.batch_size",
+                                "training.global_batch_size",
+                                "training.mixed_precision_param",
+                                "training.mixed_precision_reduce"};
+  for (const auto& [key, value] : m.values) {
+    if (std::find(std::begin(kRead), std::end(kRead), key) == std::end(kRead)) {
+      out.ignored.push_back(key);
+    }
+  }
+  return out;
+}
+
+}  // namespace memtune::model::internal

@@ -1,0 +1,110 @@
+// torchtitan TOML configs -> fsdp2 job documents.
+#include "model/torchtitan_toml.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "memtune/model/job_compose.h"
+
+namespace memtune::model::internal {
+namespace {
+
+constexpr const char* kConfig = R"(# written for memtune's tests
+[job]
+dump_folder = "./outputs"
+
+[model]
+name = "llama3"
+flavor = "70B"
+converters = ["float8"]
+
+[training]
+local_batch_size = 2
+global_batch_size = 64
+seq_len = 4096   # tokens
+mixed_precision_param = "bfloat16"
+
+[parallelism]
+data_parallel_shard_degree = 8
+tensor_parallel_degree = 8
+pipeline_parallel_degree = 1
+
+[activation_checkpoint]
+mode = "full"
+
+[compile]
+enable = true
+components = ["model"]
+)";
+
+TEST(TorchtitanTomlTest, MapsTheMemoryFieldsOfAConfig) {
+  ASSERT_TRUE(LooksLikeToml(kConfig));
+  EXPECT_FALSE(LooksLikeToml("model:\n  num_layers: 2\n"));
+  EXPECT_FALSE(LooksLikeToml("{\"model_type\": \"llama\"}"));
+  auto t = TorchtitanTomlToJob(kConfig, "t.toml");
+  ASSERT_TRUE(t) << t.error().Describe();
+  const YAML::Node y = YAML::Load(t->yaml);
+  EXPECT_EQ(y["model"]["preset"].as<std::string>(), "llama3-70b");
+  EXPECT_EQ(y["model"]["tensor_model_parallel_size"].as<int>(), 8);
+  EXPECT_EQ(y["model"]["seq_length"].as<int>(), 4096);
+  EXPECT_EQ(y["train"]["micro_batch_size"].as<int>(), 2);
+  EXPECT_EQ(y["train"]["global_batch_size"].as<int>(), 64);
+  EXPECT_EQ(y["memtune"]["framework"].as<std::string>(), "fsdp2");
+  const YAML::Node f = y["memtune"]["fsdp2"];
+  EXPECT_EQ(f["shard_degree"].as<int>(), 8);
+  EXPECT_EQ(f["activation_checkpoint"].as<std::string>(), "full");
+  EXPECT_TRUE(f["compile"].as<bool>());
+  EXPECT_FALSE(f["compile_loss"].as<bool>());  // components without "loss"
+  EXPECT_TRUE(f["float8"].as<bool>());
+  EXPECT_EQ(f["param_dtype"].as<std::string>(), "bf16");
+  EXPECT_EQ(t->ignored, (std::vector<std::string>{"job.dump_folder"}));
+  // Through the one parser, with the GPU count the launcher would give.
+  JobInputs in;
+  in.document = kConfig;
+  in.overrides = {{"memtune.world_size", "64", "--gpus"}};
+  ParseOptions options;
+  options.source_name = "t.toml";
+  auto doc = ComposeJob(in, options);
+  ASSERT_TRUE(doc) << doc.error().Describe();
+  EXPECT_EQ(doc->job.memtune.framework, Framework::kFsdp2);
+  EXPECT_EQ(doc->job.memtune.fsdp2.activation_checkpoint, Fsdp2Checkpoint::kFull);
+}
+
+TEST(TorchtitanTomlTest, SelectiveCheckpointingByOpOrLayer) {
+  auto with = [](const char* option) {
+    const std::string text = std::string("[model]\nname = \"llama3\"\nflavor = \"8B\"\n") +
+                             "[activation_checkpoint]\nmode = \"selective\"\n" +
+                             "selective_ac_option = \"" + option + "\"\n";
+    auto t = TorchtitanTomlToJob(text, "t.toml");
+    EXPECT_TRUE(t) << t.error().Describe();
+    return t ? YAML::Load(t->yaml)["memtune"]["fsdp2"]["activation_checkpoint"].as<std::string>()
+             : std::string();
+  };
+  EXPECT_EQ(with("op"), "selective_op");
+  EXPECT_EQ(with("2"), "selective_layer");
+  auto three = TorchtitanTomlToJob(
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[activation_checkpoint]\n"
+      "mode = \"selective\"\nselective_ac_option = \"3\"\n",
+      "t.toml");
+  ASSERT_TRUE(three);
+  ASSERT_EQ(three->warnings.size(), 1u);  // memtune models every 2nd layer
+}
+
+TEST(TorchtitanTomlTest, ErrorsNameTheLineOrTheKey) {
+  auto bad = TorchtitanTomlToJob("[model]\nname = \"llama3\"\nflavor\n", "t.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "t.toml:3");
+  auto model = TorchtitanTomlToJob("[model]\nname = \"deepseek_v3\"\nflavor = \"16B\"\n", "t.toml");
+  ASSERT_FALSE(model);
+  EXPECT_EQ(model.error().field, "model.name");
+  auto flavor =
+      TorchtitanTomlToJob("[model]\nname = \"llama3\"\nflavor = \"debugmodel\"\n", "t.toml");
+  ASSERT_FALSE(flavor);
+  EXPECT_EQ(flavor.error().hint, "supported: 8B, 70B, 405B");
+  auto string = TorchtitanTomlToJob("[model]\nname = \"llama3\nflavor = \"8B\"\n", "t.toml");
+  ASSERT_FALSE(string);
+  EXPECT_EQ(string.error().field, "t.toml:2");
+}
+
+}  // namespace
+}  // namespace memtune::model::internal
