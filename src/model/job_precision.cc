@@ -383,7 +383,7 @@ Status ApplyMixedPrecision(const YAML::Node& node, ParseContext& ctx) {
         ctx.spec.memtune.framework == Framework::kMegatron) {
       MEMTUNE_TRY(const MixedPrecision mp,
                   LookupPreset(YAML::Node("bf16_mixed"), "mixed_precision"));
-      spec = MixedPrecisionSpec{"bf16_mixed", mp};
+      spec = MixedPrecisionSpec{"bf16_mixed", mp, ""};
       NoteSetup(mp, "mixed_precision 'bf16_mixed'", ctx);
       ctx.doc.defaulted_fields["mixed_precision"] =
           "Megatron-Bridge's recipes train catalog models in bf16_mixed";
@@ -394,14 +394,16 @@ Status ApplyMixedPrecision(const YAML::Node& node, ParseContext& ctx) {
   }
   if (node.IsMap()) {
     MEMTUNE_TRY(const MixedPrecision mp, ReadMapping(node, ctx));
-    spec = MixedPrecisionSpec{"custom", mp};
+    std::string base = ScalarText(node["preset"]);
+    std::replace(base.begin(), base.end(), '-', '_');
+    spec = MixedPrecisionSpec{"custom", mp, base};
     NoteSetup(mp, "mixed_precision", ctx);
     return OkStatus();
   }
   MEMTUNE_TRY(const MixedPrecision mp, LookupPreset(node, "mixed_precision"));
   std::string name = ScalarText(node);
   std::replace(name.begin(), name.end(), '-', '_');
-  spec = MixedPrecisionSpec{name, mp};
+  spec = MixedPrecisionSpec{name, mp, ""};
   NoteSetup(mp, "mixed_precision '" + name + "'", ctx);
   return OkStatus();
 }
@@ -412,7 +414,7 @@ Result<MixedPrecisionSpec> MixedPrecisionPreset(std::string_view name) {
   std::string key(name);
   std::replace(key.begin(), key.end(), '-', '_');
   MEMTUNE_TRY(MixedPrecisionConfig config, internal::FindPreset(key, "mixed_precision"));
-  return MixedPrecisionSpec{key, std::move(config)};
+  return MixedPrecisionSpec{key, std::move(config), ""};
 }
 
 std::vector<std::string> MixedPrecisionPresetNames() {

@@ -58,6 +58,10 @@ std::string DescribePrecision(const JobDocument& doc) {
               "to change"
             : std::string(preset == "custom" ? "mixed_precision mapping"
                                              : "mixed_precision preset");
+    const auto& declared = doc.spec.mixed_precision;
+    if (preset == "custom" && declared && !declared->base_preset.empty()) {
+      return fmt::format("{} with changes ({}): {}", declared->base_preset, origin, what);
+    }
     return fmt::format("{} ({}): {}", preset, origin, what);
   }
   std::string line = fmt::format("no mixed_precision preset: {} ({})", what, DtypeSource(doc));

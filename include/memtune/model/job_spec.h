@@ -79,6 +79,7 @@ struct MixedPrecisionConfig {
 struct MixedPrecisionSpec {
   std::string name;  // Job::mixed_precision: the preset's name, or "custom" for a mapping
   MixedPrecisionConfig config;
+  std::string base_preset;  // a mapping's `preset:` it starts from ("" = none)
 
   bool operator==(const MixedPrecisionSpec&) const = default;
 };
