@@ -15,17 +15,6 @@ extern const EmbeddedFile kModelCatalogFiles[];  // generated from data/models/*
 namespace memtune::model {
 namespace {
 
-constexpr std::string_view kSuffix = ".yaml";
-
-std::string Stem(const char* file_name) {
-  std::string name = file_name;
-  if (name.size() > kSuffix.size() &&
-      name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
-    name.resize(name.size() - kSuffix.size());
-  }
-  return name;
-}
-
 std::string Text(const YAML::Node& node, const char* key) {
   const YAML::Node value = node[key];
   return value && value.IsScalar() ? value.Scalar() : std::string();
@@ -33,19 +22,10 @@ std::string Text(const YAML::Node& node, const char* key) {
 
 }  // namespace
 
-std::vector<std::string> ModelPresetNames() {
-  std::vector<std::string> names;
-  for (const EmbeddedFile* f = kModelCatalogFiles; f->name != nullptr; ++f) {
-    names.push_back(Stem(f->name));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> ModelPresetNames() { return EmbeddedStems(kModelCatalogFiles); }
 
 Result<std::string> ModelPresetYaml(std::string_view name) {
-  for (const EmbeddedFile* f = kModelCatalogFiles; f->name != nullptr; ++f) {
-    if (Stem(f->name) == name) return std::string(f->contents);
-  }
+  if (const char* text = FindEmbeddedStem(kModelCatalogFiles, name)) return std::string(text);
   const std::vector<std::string> names = ModelPresetNames();
   std::string hint = DidYouMean(name, names);
   hint += std::string(hint.empty() ? "" : " ") + "known presets: " + JoinNames(names);
