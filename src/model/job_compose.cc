@@ -211,10 +211,14 @@ bool LooksLikeHfConfig(std::string_view text) {
          (root.contains("num_hidden_layers") || root.contains("architectures"));
 }
 
-std::string HfConfigJobDocument(const std::string& path) {
+std::string YamlQuoted(std::string_view text) {
   std::string quoted = "'";
-  for (char c : path) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-  return "model:\n  hf_config: " + quoted + "'\n";
+  for (char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string HfConfigJobDocument(const std::string& path) {
+  return "model:\n  hf_config: " + YamlQuoted(path) + "\n";
 }
 
 }  // namespace memtune::model

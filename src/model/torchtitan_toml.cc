@@ -31,21 +31,18 @@ std::string StripComment(std::string_view line) {
   return std::string(line);
 }
 
-// A TOML value as a YAML scalar or flow sequence: strings are quoted, the rest kept.
-Result<std::string> ValueText(const std::string& value, const std::string& where) {
+// A value of the subset: a whole string, a one-line array, or a bare scalar (integer,
+// float, true / false).
+Status CheckValue(const std::string& value, const std::string& where) {
   if (value.empty()) return InvalidInput(where, "has no value after '='");
   const char first = value.front();
-  if (first == '"' || first == '\'') {
-    if (value.size() < 2 || value.back() != first) {
-      return InvalidInput(where, "an unterminated string: " + value);
-    }
-    return value;
+  if ((first == '"' || first == '\'') && (value.size() < 2 || value.back() != first)) {
+    return InvalidInput(where, "an unterminated string: " + value);
   }
-  if (first == '[') {
-    if (value.back() != ']') return InvalidInput(where, "an array that does not end on its line");
-    return value;
+  if (first == '[' && value.back() != ']') {
+    return InvalidInput(where, "an array that does not end on its line");
   }
-  return value;  // integer, float, true / false
+  return OkStatus();
 }
 
 std::string Unquote(const std::string& value) {
@@ -62,11 +59,6 @@ const std::map<std::string, std::string>& Llama3Flavors() {
       {"8B", "llama3-8b"}, {"70B", "llama3-70b"}, {"405B", "llama3.1-405b"}};
   return kFlavors;
 }
-
-// The file's values: "table.key" -> value text.
-struct Mapped {
-  std::map<std::string, std::string> values;
-};
 
 }  // namespace
 
@@ -91,7 +83,7 @@ bool LooksLikeToml(std::string_view text) {
 }
 
 Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& source) {
-  Mapped m;
+  std::map<std::string, std::string> values;  // "table.key" -> value text
   std::string table;
   std::size_t pos = 0;
   int line_no = 0;
@@ -113,14 +105,15 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
       return InvalidInput(where, "is not `key = value`: " + line.substr(0, 80));
     }
     const std::string key = Trim(std::string_view(line).substr(0, eq));
-    MEMTUNE_TRY(std::string value, ValueText(Trim(std::string_view(line).substr(eq + 1)), where));
-    m.values[table.empty() ? key : table + "." + key] = value;
+    const std::string value = Trim(std::string_view(line).substr(eq + 1));
+    MEMTUNE_RETURN_IF_ERROR(CheckValue(value, where));
+    values[table.empty() ? key : table + "." + key] = value;
   }
 
   TomlJob out;
   auto get = [&](const char* key, const char* fallback) {
-    const auto it = m.values.find(key);
-    return it == m.values.end() ? std::string(fallback) : Unquote(it->second);
+    const auto it = values.find(key);
+    return it == values.end() ? std::string(fallback) : Unquote(it->second);
   };
   const std::string name = get("model.name", "llama3");
   const std::string flavor = get("model.flavor", "");
@@ -160,7 +153,7 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   y += "  seq_length: " + seq + "\n";
   y += "train:\n  micro_batch_size: " +
        get("training.local_batch_size", get("training.batch_size", "8").c_str()) + "\n";
-  if (m.values.count("training.global_batch_size") &&
+  if (values.count("training.global_batch_size") &&
       get("training.global_batch_size", "-1") != "-1") {
     y += "  global_batch_size: " + get("training.global_batch_size", "") + "\n";
   }
@@ -174,7 +167,7 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   y += std::string("    float8: ") +
        (converters.find("float8") != std::string::npos ? "true" : "false") + "\n";
   y += std::string("    reshard_after_forward: ") + (reshard == "never" ? "false" : "true") + "\n";
-  if (m.values.count("training.mixed_precision_param")) {
+  if (values.count("training.mixed_precision_param")) {
     const std::string p = get("training.mixed_precision_param", "bfloat16");
     y += "    param_dtype: " +
          std::string(p == "float32"   ? "fp32"
@@ -182,7 +175,7 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
                                       : "bf16") +
          "\n";
   }
-  if (m.values.count("training.mixed_precision_reduce")) {
+  if (values.count("training.mixed_precision_reduce")) {
     const std::string r = get("training.mixed_precision_reduce", "float32");
     y += "    reduce_dtype: " +
          std::string(r == "bfloat16"  ? "bf16"
@@ -209,7 +202,7 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
                                 "training.global_batch_size",
                                 "training.mixed_precision_param",
                                 "training.mixed_precision_reduce"};
-  for (const auto& [key, value] : m.values) {
+  for (const auto& [key, value] : values) {
     if (std::find(std::begin(kRead), std::end(kRead), key) == std::end(kRead)) {
       out.ignored.push_back(key);
     }

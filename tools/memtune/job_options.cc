@@ -72,7 +72,8 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
     // `--env 1=VALUE` is a launch script's argument ($1), not an environment variable.
     if (std::isdigit(static_cast<unsigned char>(item[0]))) continue;
     // The value as a YAML string: the launch environment holds text.
-    out.push_back({"memtune.env." + item.substr(0, eq), YamlQuoted(item.substr(eq + 1)), "--env"});
+    out.push_back(
+        {"memtune.env." + item.substr(0, eq), model::YamlQuoted(item.substr(eq + 1)), "--env"});
   }
   return OkStatus();
 }
@@ -181,7 +182,7 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
   MEMTUNE_RETURN_IF_ERROR(LoadCommand(f, inputs, notes));
   if (!f.hf_config.empty()) {
     inputs.overrides.push_back({"model.hf_config",
-                                YamlQuoted(std::filesystem::absolute(f.hf_config).string()),
+                                model::YamlQuoted(std::filesystem::absolute(f.hf_config).string()),
                                 "--hf-config"});
   }
   AddFlagOverrides(f, inputs.overrides);

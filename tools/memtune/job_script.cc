@@ -49,12 +49,6 @@ Error UnresolvedError(const std::string& path, const std::vector<model::Unresolv
 
 }  // namespace
 
-std::string YamlQuoted(const std::string& value) {
-  std::string quoted = "'";
-  for (char c : value) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-  return quoted + "'";
-}
-
 Status ReadScriptInput(const std::string& text, const std::string& path,
                        const std::vector<std::string>& env, model::JobInputs& inputs,
                        std::vector<std::string>& notes) {
@@ -67,7 +61,7 @@ Status ReadScriptInput(const std::string& text, const std::string& path,
   if (!script->unresolved.empty()) return UnresolvedError(path, script->unresolved);
   inputs.megatron_args = script->command;
   for (const auto& [name, value] : script->env) {
-    inputs.overrides.push_back({"memtune.env." + name, YamlQuoted(value), "script"});
+    inputs.overrides.push_back({"memtune.env." + name, model::YamlQuoted(value), "script"});
   }
   if (script->nproc_per_node) {
     const int world = *script->nproc_per_node * script->nnodes.value_or(1);

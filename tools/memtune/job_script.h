@@ -22,7 +22,4 @@ Status ReadScriptInput(const std::string& text, const std::string& path,
                        const std::vector<std::string>& env, model::JobInputs& inputs,
                        std::vector<std::string>& notes);
 
-// The value as a YAML single-quoted scalar ("it's" -> "'it''s'").
-std::string YamlQuoted(const std::string& value);
-
 }  // namespace memtune::cli

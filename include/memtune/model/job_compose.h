@@ -45,6 +45,9 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
 // with "model_type" and "num_hidden_layers" (or "architectures") at the top level.
 bool LooksLikeHfConfig(std::string_view text);
 
+// `text` as a YAML single-quoted scalar ("it's" -> "'it''s'"), for JobOverride::value.
+std::string YamlQuoted(std::string_view text);
+
 // The job document that names `path` as its model.hf_config (for a config.json given as
 // the job itself or with --hf-config).
 std::string HfConfigJobDocument(const std::string& path);
