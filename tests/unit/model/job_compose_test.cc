@@ -114,6 +114,16 @@ JobInputs Inputs(std::string document, std::vector<JobOverride> overrides = {}) 
   return in;
 }
 
+TEST(HfConfigInputTest, AConfigJsonIsRecognisedByContent) {
+  EXPECT_TRUE(LooksLikeHfConfig(R"({"model_type": "llama", "num_hidden_layers": 2})"));
+  EXPECT_TRUE(LooksLikeHfConfig(" \n{\"architectures\": [\"X\"], \"model_type\": \"qwen3\"}"));
+  EXPECT_FALSE(LooksLikeHfConfig(R"({"model": {"num_layers": 2}})"));  // a JSON job
+  EXPECT_FALSE(LooksLikeHfConfig("model_type: llama\nnum_hidden_layers: 2\n"));
+  EXPECT_FALSE(LooksLikeHfConfig("{\"model_type\": "));  // malformed
+  EXPECT_EQ(HfConfigJobDocument("/c/it's/config.json"),
+            "model:\n  hf_config: '/c/it''s/config.json'\n");
+}
+
 TEST(RecipeTest, TheJobAppliesOnTopOfItsRecipe) {
   ASSERT_FALSE(RecipeNames().empty());
   for (const std::string& name : RecipeNames()) {

@@ -157,6 +157,21 @@ TEST(JobParseTest, NearMissesGetDidYouMean) {
   EXPECT_EQ(doc.job.model.hidden_size, 4096);
 }
 
+TEST(JobParseTest, LibraryVersionsAreMajorMinorPatch) {
+  EXPECT_EQ(
+      Parse(std::string(kArch) + "memtune: {versions: {nccl: 2.21.5}}\n").job.memtune.versions.nccl,
+      "2.21.5");
+  EXPECT_EQ(
+      Parse(std::string(kArch) + "memtune: {versions: {nccl: 2.27}}\n").job.memtune.versions.nccl,
+      "2.27");
+  for (const char* bad : {"2.x", "2", "2..1", "2.27.7.1", ".2.1"}) {
+    EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {versions: {nccl: '" + bad + "'}}\n")),
+              std::string("memtune.versions.nccl = '") + bad +
+                  "' is not a version; write MAJOR.MINOR[.PATCH], e.g. 2.27.7")
+        << bad;
+  }
+}
+
 TEST(JobParseTest, UnknownMemtuneFieldIsAnError) {
   const Error e = ParseError(std::string(kArch) + "memtune: {wrold_size: 8}\n");
   EXPECT_EQ(e.code, ErrorCode::kInvalidConfig);

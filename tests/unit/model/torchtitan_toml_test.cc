@@ -101,6 +101,12 @@ TEST(TorchtitanTomlTest, ErrorsNameTheLineOrTheKey) {
       TorchtitanTomlToJob("[model]\nname = \"llama3\"\nflavor = \"debugmodel\"\n", "t.toml");
   ASSERT_FALSE(flavor);
   EXPECT_EQ(flavor.error().hint, "supported: 8B, 70B, 405B");
+  auto mode = TorchtitanTomlToJob(
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[activation_checkpoint]\nmode = "
+      "\"memory_budget\"\n",
+      "t.toml");
+  ASSERT_FALSE(mode);
+  EXPECT_EQ(mode.error().field, "activation_checkpoint.mode");
   auto string = TorchtitanTomlToJob("[model]\nname = \"llama3\nflavor = \"8B\"\n", "t.toml");
   ASSERT_FALSE(string);
   EXPECT_EQ(string.error().field, "t.toml:2");

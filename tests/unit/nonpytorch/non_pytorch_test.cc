@@ -63,6 +63,14 @@ TEST(NonPytorchTest, ASingleGpuJobHoldsOnlyTheContextAndTheDriverReserve) {
   EXPECT_EQ(m.KeyBytes("driver_reserved"), H100()->driver_reserved_bytes);
 }
 
+TEST(NonPytorchTest, EagerModuleLoadingGrowsTheContext) {
+  model::Job job = SeedJob();
+  const std::int64_t lazy = Estimate(job).KeyBytes("cuda_context");
+  job.memtune.env["CUDA_MODULE_LOADING"] = "EAGER";
+  // pytorch/pytorch PR #86509: 667 MB eager vs 287 MB lazy after one op.
+  EXPECT_EQ(Estimate(job).KeyBytes("cuda_context") - lazy, 380 * kGB / 1000);
+}
+
 TEST(NonPytorchTest, TheSeedRankRunsCollectivesOnTheseCommunicators) {
   const model::Job job = SeedJob();
   EXPECT_EQ(
@@ -191,6 +199,11 @@ TEST(NonPytorchTest, TpCommOverlapAddsUserbuffersAndBootstrapGroups) {
   EXPECT_EQ(on.KeyBytes("te_userbuffers"), 16 * elements + 5 * kMiB);
   job.model.fp8 = model::Fp8Format::kNone;
   EXPECT_EQ(Estimate(job).KeyBytes("te_userbuffers"), 24 * elements + 5 * kMiB);
+  // FP8 with bf16 first/last layers: Megatron-LM adds the bf16 quantization mode.
+  job.model.fp8 = model::Fp8Format::kHybrid;
+  job.model.first_last_layers_bf16 = true;
+  job.model.num_layers_at_start_in_bf16 = 1;
+  EXPECT_EQ(Estimate(job).KeyBytes("te_userbuffers"), (16 + 24) * elements + 5 * kMiB);
   job.model.tp_comm_overlap = false;
   const NonPytorchMemory off = Estimate(job);
   EXPECT_EQ(off.KeyBytes("te_userbuffers"), 0);
