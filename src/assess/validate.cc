@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "assess/validate_metric.h"
+#include "assess/validate_throughput.h"
 #include "memtune/core/units.h"
 #include "memtune/model/job_parse.h"
 
@@ -34,12 +35,21 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
   if (!j.contains("measured") || !j["measured"].is_object())
     return bad("measured", "must be an object");
   const json& m = j["measured"];
-  static const char* kMetrics[] = {"max_allocated", "max_reserved", "peak_active", "device_used"};
+  static const char* kMetrics[] = {
+      "max_allocated",        "max_reserved", "peak_active",    "device_used",
+      "tokens_per_s_per_gpu", "step_time_s",  "tflops_per_gpu", "mfu"};
   if (!m.contains("metric") || !m["metric"].is_string() ||
       std::none_of(std::begin(kMetrics), std::end(kMetrics),
                    [&](const char* k) { return m["metric"].get<std::string>() == k; })) {
     return bad("measured.metric",
-               "must be one of max_allocated, max_reserved, peak_active, device_used");
+               "must be one of max_allocated, max_reserved, peak_active, device_used, "
+               "tokens_per_s_per_gpu, step_time_s, tflops_per_gpu, mfu");
+  }
+  if (j.contains("group") && j["group"].is_string()) c.group = j["group"].get<std::string>();
+  if (internal::IsThroughputMetric(m["metric"].get<std::string>())) {
+    c.metric = m["metric"].get<std::string>();
+    MEMTUNE_RETURN_IF_ERROR(internal::ParseThroughputMeasurement(m, where, c));
+    return c;
   }
   c.metric = m["metric"].get<std::string>();
   // At most 1 PiB, the largest GPU memory a job may declare: a larger number is a typo, and
@@ -187,6 +197,7 @@ ValidationReport Validate(const std::vector<ValidationCase>& cases,
     auto doc = model::ParseJobText(c.job_text, parse);
     auto fill = [&](Mode mode) {
       const std::string& rank = options.rank_override.empty() ? c.rank : options.rank_override;
+      if (doc && c.IsThroughput()) return internal::PredictThroughput(c, doc->job, mode);
       if (doc) return Predict(c, doc->job, mode, rank, r.after_iterations);
       Prediction p;
       p.mode = mode;
@@ -199,11 +210,16 @@ ValidationReport Validate(const std::vector<ValidationCase>& cases,
     report.cases.push_back(std::move(r));
   }
   std::vector<const Prediction*> accurate;
-  for (const auto& r : report.cases) accurate.push_back(&r.accurate);
+  for (const auto& r : report.cases) {
+    if (!r.measured.IsThroughput()) accurate.push_back(&r.accurate);
+  }
   report.summary = Summarize(Mode::kAccurate, accurate);
+  report.throughput = internal::SummarizeThroughput(report.cases);
   for (std::size_t i = 0; i < options.compare.size(); ++i) {
     std::vector<const Prediction*> column;
-    for (const auto& r : report.cases) column.push_back(&r.compare[i]);
+    for (const auto& r : report.cases) {
+      if (!r.measured.IsThroughput()) column.push_back(&r.compare[i]);
+    }
     report.compare.push_back(Summarize(options.compare[i], column));
   }
   return report;

@@ -37,6 +37,13 @@ GpuSpec ParseGpu(const YAML::Node& node, const std::string& context_source,
   gpu.hbm_bandwidth_gbps = node["hbm_bandwidth_gbps"].as<double>();
   gpu.interconnect_bandwidth_gbps = node["interconnect_bandwidth_gbps"].as<double>();
   gpu.gpus_per_node = node["gpus_per_node"].as<int>();
+  gpu.sm_count = node["sm_count"].as<int>();
+  if (!node["fp4_dense_tflops"].IsNull())
+    gpu.fp4_dense_tflops = node["fp4_dense_tflops"].as<double>();
+  gpu.nvlink_domain_gpus = node["nvlink_domain_gpus"].as<int>();
+  gpu.scaleout_bandwidth_gbps = node["scaleout_bandwidth_gbps"].as<double>();
+  gpu.host_link_bandwidth_gbps = node["host_link_bandwidth_gbps"].as<double>();
+  gpu.host_memory_bandwidth_gbps = node["host_memory_bandwidth_gbps"].as<double>();
   gpu.sources = node["sources"].as<std::map<std::string, std::string>>();
   gpu.sources.emplace("cuda_context_bytes", context_source);
   gpu.sources.emplace("compute_capability", capability_source);

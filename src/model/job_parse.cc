@@ -20,8 +20,9 @@ namespace {
 
 // The sections memtune reads, in document order.
 const std::vector<std::string>& KnownSections() {
-  static const std::vector<std::string> kSections = {
-      "model", "train", "optimizer", "ddp", "mixed_precision", "peft", "dataset", "memtune"};
+  static const std::vector<std::string> kSections = {"model",   "train",           "optimizer",
+                                                     "ddp",     "mixed_precision", "peft",
+                                                     "dataset", "memtune",         "comm_overlap"};
   return kSections;
 }
 
@@ -39,7 +40,6 @@ bool IsBridgeSection(const std::string& key) {
                                                    "straggler",
                                                    "nvrx_straggler",
                                                    "profiling",
-                                                   "comm_overlap",
                                                    "tensor_inspect",
                                                    "inprocess_restart",
                                                    "optimizer_config_override_provider",
@@ -268,6 +268,7 @@ Result<JobDocument> ParseJobNode(const YAML::Node& root, const ParseOptions& opt
   MEMTUNE_RETURN_IF_ERROR(CheckTopLevel(doc, ctx));
   MEMTUNE_RETURN_IF_ERROR(ReadSections(doc, options, ctx));
   MEMTUNE_RETURN_IF_ERROR(ApplyMixedPrecision(doc["mixed_precision"], ctx));
+  MEMTUNE_RETURN_IF_ERROR(ApplyCommOverlap(doc["comm_overlap"], ctx));
   MEMTUNE_RETURN_IF_ERROR(DeriveDefaults(doc["dataset"], ctx));
   NoteSyncRules(ctx);
   MEMTUNE_TRY(ctx.doc.job, ResolveJob(ctx.spec));

@@ -37,6 +37,10 @@ void ApplyUpstreamDefaults(JobSpec& spec);
 // Errors: the first field error; "<path> is not a mapping"; unknown field in a strict section.
 Status ReadSection(const YAML::Node& node, const SectionSpec& spec, ParseContext& ctx);
 
+// Applies Bridge's comm_overlap section (CommOverlapConfig.setup) onto the model, ddp and
+// optimizer fields read so far. (job_comm_overlap.cc)
+Status ApplyCommOverlap(const YAML::Node& node, ParseContext& ctx);
+
 // Reads `mixed_precision` (null, a preset name, or a mapping of MixedPrecisionConfig
 // fields, optionally with `preset:`) into ctx.spec.mixed_precision, and warns about each
 // document field its setup() will override. (job_precision.cc)

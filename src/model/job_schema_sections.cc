@@ -68,6 +68,9 @@ SectionSpec BuildOptimizer() {
            Memory(o.Double("optimizer_offload_fraction",
                            &OptimizerConfig::optimizer_offload_fraction, 0, 1),
                   "MCore OptimizerConfig", CpuOffload),
+           o.Bool("overlap_cpu_optimizer_d2h_h2d", &OptimizerConfig::overlap_cpu_optimizer_d2h_h2d),
+           o.Bool("overlap_param_gather_with_optimizer_step",
+                  &OptimizerConfig::overlap_param_gather_with_optimizer_step),
            o.Bool("bf16", &OptimizerConfig::bf16), o.Bool("fp16", &OptimizerConfig::fp16),
            OptimizerOverlapParamGather()},
           false};
@@ -219,6 +222,40 @@ FieldSpec EnvField() {
           [](const Job& j) { return Json(j.memtune.env); }};
 }
 
+// Flattens a torchtitan JobConfig mapping into "section.name" -> scalar text.
+Status FlattenTorchtitan(const YAML::Node& n, const std::string& path, const std::string& prefix,
+                         int depth, std::map<std::string, std::string>& out) {
+  if (!n.IsMap()) return WrongType(n, path, "a mapping", "torchtitan JobConfig sections");
+  if (depth > 4) return InvalidInput(path, "nests deeper than torchtitan's config does");
+  for (const auto& kv : n) {
+    const std::string key = prefix.empty() ? kv.first.Scalar() : prefix + "." + kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    if (v.IsMap()) {
+      MEMTUNE_RETURN_IF_ERROR(
+          FlattenTorchtitan(v, path + "." + kv.first.Scalar(), key, depth + 1, out));
+    } else if (v.IsSequence()) {
+      std::string joined;
+      for (const auto& item : v) {
+        if (!item.IsScalar())
+          return WrongType(item, path + "." + key, "a scalar", "a list of names");
+        joined += (joined.empty() ? "" : ",") + item.Scalar();
+      }
+      out[key] = joined;
+    } else {
+      out[key] = v.IsNull() ? "" : v.Scalar();
+    }
+  }
+  return OkStatus();
+}
+
+FieldSpec TorchtitanField() {
+  return {"torchtitan",
+          [](const YAML::Node& n, const std::string& p, JobSpec& j) -> Status {
+            return FlattenTorchtitan(n, p, "", 0, j.memtune.torchtitan);
+          },
+          [](const Job& j) { return Json(j.memtune.torchtitan); }};
+}
+
 // fsdp2.shard_degree: torchtitan's data_parallel_shard_degree; -1 (and 0) = derived.
 FieldSpec ShardDegreeField() {
   return {"shard_degree",
@@ -308,7 +345,7 @@ SectionSpec BuildMemtune() {
                   "tensor * pipeline * context parallel sizes (data-parallel size 1)"),
            GpuField(), GpuMemoryField(),
            m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024), EnvField(), fsdp2,
-           versions, m.Text("recipe", &MemtuneSection::recipe)},
+           versions, m.Text("recipe", &MemtuneSection::recipe), TorchtitanField()},
           true};
 }
 

@@ -141,6 +141,32 @@ std::string RenderEstimateJson(const assess::Assessment& a, const EstimateReport
   return j.dump(2) + "\n";
 }
 
+ordered_json ThroughputJson(const assess::ThroughputSummary& s) {
+  ordered_json j;
+  j["cases"] = s.cases;
+  j["predicted"] = s.predicted;
+  j["median_abs_error_pct"] = s.median_abs_error_pct;
+  j["p90_abs_error_pct"] = s.p90_abs_error_pct;
+  j["max_abs_error_pct"] = s.max_abs_error_pct;
+  j["median_abs_ratio_error_pct"] = s.median_abs_ratio_error_pct;
+  j["pairs"] = s.pairs;
+  j["pairs_right"] = s.pairs_right;
+  j["groups"] = ordered_json::array();
+  for (const assess::GroupSummary& g : s.groups) {
+    ordered_json row;
+    row["group"] = g.group;
+    row["cases"] = g.cases;
+    row["predicted"] = g.predicted;
+    row["pairs"] = g.pairs;
+    row["pairs_right"] = g.pairs_right;
+    ordered_json ratios = ordered_json::object();
+    for (const auto& [id, error] : g.ratio_error_pct) ratios[id] = error;
+    row["ratio_error_pct"] = ratios;
+    j["groups"].push_back(row);
+  }
+  return j;
+}
+
 std::string RenderValidateJson(const assess::ValidationReport& report) {
   ordered_json j;
   j["schema"] = "memtune.validate/1";
@@ -149,12 +175,19 @@ std::string RenderValidateJson(const assess::ValidationReport& report) {
     ordered_json row;
     row["id"] = c.measured.id;
     row["metric"] = c.measured.metric;
-    row["rank"] = c.measured.rank;
-    row["measured_bytes"] = c.measured.measured_bytes;
-    if (c.after_iterations > 0)
-      row["after_iterations"] = c.after_iterations;  // the report predicted
     const assess::Prediction& p = c.accurate;
-    row["predicted_bytes"] = Nullable(p.predicted_bytes);
+    if (c.measured.IsThroughput()) {  // the case's unit, not bytes
+      if (!c.measured.group.empty()) row["group"] = c.measured.group;
+      row["measured_value"] = c.measured.measured_value;
+      if (!c.measured.flops_formula.empty()) row["flops_formula"] = c.measured.flops_formula;
+      row["predicted_value"] = Nullable(p.predicted_value);
+    } else {
+      row["rank"] = c.measured.rank;
+      row["measured_bytes"] = c.measured.measured_bytes;
+      if (c.after_iterations > 0)
+        row["after_iterations"] = c.after_iterations;  // the report predicted
+      row["predicted_bytes"] = Nullable(p.predicted_bytes);
+    }
     row["error_pct"] = Nullable(p.error_pct);
     row["status"] = p.status;
     if (!p.reason.empty()) row["reason"] = p.reason;
@@ -167,6 +200,7 @@ std::string RenderValidateJson(const assess::ValidationReport& report) {
     j["cases"].push_back(row);
   }
   j["summary"] = SummaryJson(report.summary);
+  if (report.throughput.cases > 0) j["throughput_summary"] = ThroughputJson(report.throughput);
   if (!report.compare.empty()) {
     ordered_json compare = ordered_json::object();
     for (const auto& s : report.compare) compare[estimate::ModeName(s.mode)] = SummaryJson(s);

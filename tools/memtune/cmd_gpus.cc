@@ -36,6 +36,13 @@ ordered_json GpuJson(const GpuSpec& gpu) {
   j["hbm_bandwidth_gbps"] = gpu.hbm_bandwidth_gbps;
   j["interconnect_bandwidth_gbps"] = gpu.interconnect_bandwidth_gbps;
   j["gpus_per_node"] = gpu.gpus_per_node;
+  j["sm_count"] = gpu.sm_count;
+  j["fp4_dense_tflops"] =
+      gpu.fp4_dense_tflops ? ordered_json(*gpu.fp4_dense_tflops) : ordered_json();
+  j["nvlink_domain_gpus"] = gpu.nvlink_domain_gpus;
+  j["scaleout_bandwidth_gbps"] = gpu.scaleout_bandwidth_gbps;
+  j["host_link_bandwidth_gbps"] = gpu.host_link_bandwidth_gbps;
+  j["host_memory_bandwidth_gbps"] = gpu.host_memory_bandwidth_gbps;
   ordered_json sources = ordered_json::object();
   for (const auto& [key, text] : gpu.sources) sources[key] = text;
   j["sources"] = sources;
@@ -80,7 +87,13 @@ void PrintDetail(const GpuSpec& g) {
       {"  fp8_dense_tflops", Fp8(g)},
       {"  hbm_bandwidth_gbps", FormatNumber(g.hbm_bandwidth_gbps)},
       {"  interconnect_bandwidth_gbps", FormatNumber(g.interconnect_bandwidth_gbps)},
-      {"  gpus_per_node", std::to_string(g.gpus_per_node)}};
+      {"  gpus_per_node", std::to_string(g.gpus_per_node)},
+      {"  sm_count", std::to_string(g.sm_count)},
+      {"  fp4_dense_tflops", g.fp4_dense_tflops ? FormatNumber(*g.fp4_dense_tflops) : "-"},
+      {"  nvlink_domain_gpus", std::to_string(g.nvlink_domain_gpus)},
+      {"  scaleout_bandwidth_gbps", FormatNumber(g.scaleout_bandwidth_gbps)},
+      {"  host_link_bandwidth_gbps", FormatNumber(g.host_link_bandwidth_gbps)},
+      {"  host_memory_bandwidth_gbps", FormatNumber(g.host_memory_bandwidth_gbps)}};
   std::cout << g.name << "\n" << RenderTable(rows, {false, false}) << "  sources:\n";
   for (const auto& [key, text] : g.sources) std::cout << "    " << key << ": " << text << "\n";
 }

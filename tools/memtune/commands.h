@@ -12,6 +12,7 @@ int RunCalibrate(int argc, char** argv);
 int RunEstimate(int argc, char** argv);
 int RunCheck(int argc, char** argv);
 int RunValidate(int argc, char** argv);
+int RunPlan(int argc, char** argv);
 int RunSimulate(int argc, char** argv);
 int RunModels(int argc, char** argv);
 int RunGpus(int argc, char** argv);

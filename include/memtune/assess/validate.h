@@ -21,8 +21,11 @@ struct ValidationCase {
   std::string id;
   std::string source;
   std::string job_text;  // the case's "job" object, re-serialized as JSON
-  std::string metric;    // max_allocated | max_reserved | peak_active | device_used
-  std::string rank;      // max | rank0 | last
+  // Memory: max_allocated | max_reserved | peak_active | device_used (measured_bytes).
+  // Throughput: tokens_per_s_per_gpu | step_time_s | tflops_per_gpu | mfu (measured_value,
+  // unit, flops_formula for the last two), predicted by the step-time model.
+  std::string metric;
+  std::string rank;  // max | rank0 | last
   std::int64_t measured_bytes = 0;
   std::string quality;  // high | medium | low | "" (absent)
   // measured.after_iterations, optional (a memtune extension of job-format.md section 2):
@@ -30,6 +33,12 @@ struct ValidationCase {
   // (Megatron's "(after N iterations) memory"), so it is predicted as of then; 0 = absent,
   // the whole run's peak.
   int after_iterations = 0;
+  double measured_value = 0;  // throughput metrics: the number in `unit`
+  std::string unit;           // as the case states it (informative)
+  std::string flops_formula;  // tflops_per_gpu / mfu: "causal" or "noncausal"
+  std::string group;          // cases measured side by side ("" = none)
+
+  bool IsThroughput() const { return measured_bytes == 0; }
 };
 
 // The largest measured.after_iterations (and --after-iterations) accepted.
@@ -45,7 +54,8 @@ Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
 // One mode's prediction of one case.
 struct Prediction {
   Mode mode = Mode::kAccurate;
-  std::optional<std::int64_t> predicted_bytes;  // absent: unsupported or error
+  std::optional<std::int64_t> predicted_bytes;  // memory cases; absent: unsupported or error
+  std::optional<double> predicted_value;        // throughput cases, in the case's metric
   std::optional<double> error_pct;              // 100 * (predicted - measured) / measured
   std::string status;                           // "ok" | "unsupported" | "error"
   std::string reason;                           // why not predicted
@@ -72,10 +82,34 @@ struct ErrorSummary {
   double coverage = 0;  // predicted / cases
 };
 
+// Throughput cases measured side by side (one `group`): each case's throughput ratio to the
+// group's first case, predicted vs measured, and whether pairs come out in the right order.
+struct GroupSummary {
+  std::string group;
+  int cases = 0;
+  int predicted = 0;
+  int pairs = 0;        // pairs of predicted cases whose measurements differ by >= 1%
+  int pairs_right = 0;  // ... that the prediction orders the same way
+  std::vector<std::pair<std::string, double>> ratio_error_pct;  // (case id, error), not the first
+};
+
+struct ThroughputSummary {
+  int cases = 0;
+  int predicted = 0;
+  double median_abs_error_pct = 0;  // absolute: predicted vs measured value
+  double p90_abs_error_pct = 0;
+  double max_abs_error_pct = 0;
+  double median_abs_ratio_error_pct = 0;  // over every group's non-first cases
+  int pairs = 0;
+  int pairs_right = 0;
+  std::vector<GroupSummary> groups;  // in order of first appearance
+};
+
 struct ValidationReport {
   std::vector<CaseResult> cases;
-  ErrorSummary summary;               // accurate mode
-  std::vector<ErrorSummary> compare;  // per compared mode
+  ErrorSummary summary;               // accurate mode, memory cases
+  std::vector<ErrorSummary> compare;  // per compared mode, memory cases
+  ThroughputSummary throughput;       // throughput cases (accurate mode)
 };
 
 struct ValidateOptions {
@@ -98,7 +132,9 @@ struct ValidateOptions {
 // from replaying each rank's synthesized trace through the allocator simulator under the
 // job's allocator config (accurate mode only; the compatibility modes call them
 // "unsupported"). A job that does not parse or estimate is status "error" or "unsupported"
-// with the reason. Never fails as a whole.
+// with the reason. Throughput cases are predicted by steptime::PredictStepTime in the
+// case's metric (accurate mode only) and summarised in `throughput`, per group too.
+// Never fails as a whole.
 // Example: Validate(*ParseValidationCases(text, "cases.jsonl"), {}).summary.median_abs_error_pct.
 ValidationReport Validate(const std::vector<ValidationCase>& cases, const ValidateOptions& options);
 

@@ -42,8 +42,17 @@ struct GpuSpec {
   double hbm_bandwidth_gbps = 0;           // device memory bandwidth, GB/s (1e9 B/s)
   double interconnect_bandwidth_gbps = 0;  // NVLink / xGMI per GPU, GB/s; 0 = PCIe only
   int gpus_per_node = 8;                   // GPUs per server / NVLink unit
+  // What the step-time model reads (docs/step-time.md):
+  int sm_count = 0;                        // streaming multiprocessors (AMD: compute units)
+  std::optional<double> fp4_dense_tflops;  // absent: no FP4 Tensor Cores
+  int nvlink_domain_gpus = 8;              // GPUs one NVLink fabric joins (NVL72: 72)
+  double scaleout_bandwidth_gbps = 0;      // network per GPU and direction between nodes
+  double host_link_bandwidth_gbps = 0;     // GPU <-> CPU per direction (PCIe, NVLink-C2C)
+  double host_memory_bandwidth_gbps = 0;   // the server's CPU DRAM bandwidth per GPU
   // Citation per number: keys "total_memory_bytes", "cuda_context_bytes", "compute",
-  // "hbm_bandwidth_gbps", "interconnect_bandwidth_gbps", "gpus_per_node".
+  // "hbm_bandwidth_gbps", "interconnect_bandwidth_gbps", "gpus_per_node", "sm_count",
+  // "nvlink_domain_gpus", "scaleout_bandwidth_gbps", "host_link_bandwidth_gbps",
+  // "host_memory_bandwidth_gbps" (and "fp4_dense_tflops" where there is one).
   std::map<std::string, std::string> sources;
 };
 

@@ -261,7 +261,11 @@ struct OptimizerConfig {
   Dtype exp_avg_sq_dtype = Dtype::kFp32;
   bool optimizer_cpu_offload = false;
   double optimizer_offload_fraction = 1.0;  // in [0, 1]
-  bool bf16 = false;                        // effective (from mixed precision)
+  // Step time only (steptime/step_time.h): the CPU optimizer's D2H / H2D copies overlap its
+  // compute; the distributed optimizer's parameter all-gather overlaps the optimizer step.
+  bool overlap_cpu_optimizer_d2h_h2d = false;
+  bool overlap_param_gather_with_optimizer_step = false;
+  bool bf16 = false;  // effective (from mixed precision)
   bool fp16 = false;
 
   bool operator==(const OptimizerConfig&) const = default;
@@ -332,6 +336,10 @@ struct MemtuneBase {
   Fsdp2Config fsdp2;
   VersionsConfig versions;
   std::string recipe;  // the Bridge recipe the job starts from (model/recipes.h), or ""
+  // memtune.torchtitan: torchtitan JobConfig settings by dotted name
+  // ("parallelism.enable_async_tensor_parallel" -> "true"; lists joined by ','). Memory
+  // does not read them; the step-time model reads the ones docs/step-time.md names.
+  std::map<std::string, std::string> torchtitan;
 
   bool operator==(const MemtuneBase&) const = default;
 };

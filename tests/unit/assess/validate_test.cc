@@ -22,7 +22,8 @@ TEST(ValidateTest, ParseErrorsNameLineAndField) {
   ASSERT_FALSE(bad_metric);
   EXPECT_EQ(
       bad_metric.error().Describe(),
-      "c:1: measured.metric must be one of max_allocated, max_reserved, peak_active, device_used");
+      "c:1: measured.metric must be one of max_allocated, max_reserved, peak_active, device_used, "
+      "tokens_per_s_per_gpu, step_time_s, tflops_per_gpu, mfu");
   auto bad_rank = ParseValidationCases(
       R"({"id": "a", "job": {}, "measured": {"metric": "max_allocated", "bytes": 1, "rank": "3"}})",
       "c");
