@@ -15,5 +15,6 @@ int RunValidate(int argc, char** argv);
 int RunSimulate(int argc, char** argv);
 int RunModels(int argc, char** argv);
 int RunGpus(int argc, char** argv);
+int RunDiagnose(int argc, char** argv);
 
 }  // namespace memtune::cli

@@ -1,0 +1,169 @@
+// Reading the memory lines of Megatron, torchtitan and DeepSpeed logs.
+#include "memtune/diagnose/log_lines.h"
+
+#include "diagnose/text_scan.h"
+
+namespace memtune::diagnose {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// "[Rank 3]", "[rank3]:", "[rank 3]".
+int RankOf(std::string_view line) {
+  for (const char* key : {"[Rank ", "[rank ", "[Rank", "[rank"}) {
+    std::size_t pos = line.find(key);
+    if (pos == std::string_view::npos) continue;
+    pos += std::string_view(key).size();
+    if (pos < line.size() && IsDigit(line[pos])) {
+      if (auto n = ScanNumber(line, pos); n && *n < 1e7) return static_cast<int>(*n);
+    }
+  }
+  return -1;
+}
+
+std::optional<std::int64_t> Scaled(std::optional<double> value, std::int64_t unit_bytes) {
+  if (!value) return std::nullopt;
+  return static_cast<std::int64_t>(*value * static_cast<double>(unit_bytes) + 0.5);
+}
+
+// Megatron-LM training.py report_memory(): "[Rank N] (after N iterations) memory (MB) |
+// allocated: A | max allocated: B | reserved: C | max reserved: D"; older releases omit the
+// rank; some forks print GB.
+std::optional<MemorySample> MegatronLine(std::string_view line) {
+  std::int64_t unit = 0;
+  if (line.find("memory (MB)") != std::string_view::npos) unit = 1LL << 20;
+  if (line.find("memory (GB)") != std::string_view::npos) unit = 1LL << 30;
+  if (unit == 0 || line.find("allocated:") == std::string_view::npos) return std::nullopt;
+  MemorySample s;
+  s.format = LogFormat::kMegatron;
+  s.allocated_bytes = Scaled(NumberAfter(line, "| allocated:"), unit);
+  s.max_allocated_bytes = Scaled(NumberAfter(line, "max allocated:"), unit);
+  s.reserved_bytes = Scaled(NumberAfter(line, "| reserved:"), unit);
+  s.max_reserved_bytes = Scaled(NumberAfter(line, "max reserved:"), unit);
+  if (auto it = NumberAfter(line, "after ")) s.iteration = static_cast<std::int64_t>(*it);
+  return s;
+}
+
+// torchtitan metrics.py: "step: 10  loss: ...  memory: 73.32GiB(92.70%)  tps: ...".
+std::optional<MemorySample> TorchtitanLine(std::string_view line) {
+  auto peak = SizeAfter(line, "memory: ");
+  if (!peak || line.find("step:") == std::string_view::npos) return std::nullopt;
+  MemorySample s;
+  s.format = LogFormat::kTorchtitan;
+  s.max_reserved_bytes = peak;
+  const std::size_t at = line.find("memory: ");
+  if (auto pct = NumberAfter(line.substr(at), "(")) s.capacity_percent = *pct;
+  if (auto step = NumberAfter(line, "step:")) s.iteration = static_cast<std::int64_t>(*step);
+  return s;
+}
+
+// DeepSpeed runtime/utils.py see_memory_usage(): "MA 1.2 GB  Max_MA 2.3 GB  CA 3.4 GB
+// Max_CA 4 GB" (MA: allocated, CA: reserved, the allocator's old "cached" name).
+std::optional<MemorySample> DeepSpeedLine(std::string_view line) {
+  if (line.find("Max_MA") == std::string_view::npos) return std::nullopt;
+  MemorySample s;
+  s.format = LogFormat::kDeepSpeed;
+  std::size_t ma = line.find("MA ");
+  if (ma != std::string_view::npos && ma > 0 && line[ma - 1] == '_') ma = std::string_view::npos;
+  if (ma != std::string_view::npos) s.allocated_bytes = SizeAfter(line.substr(ma), "MA ");
+  s.max_allocated_bytes = SizeAfter(line, "Max_MA ");
+  const std::size_t ca = line.find(" CA ");
+  if (ca != std::string_view::npos) s.reserved_bytes = SizeAfter(line.substr(ca), "CA ");
+  s.max_reserved_bytes = SizeAfter(line, "Max_CA ");
+  return s;
+}
+
+// A user's own print: "Allocated: 36659.26 MB, Reserved: 37246.00 MB".
+std::optional<MemorySample> PlainLine(std::string_view line) {
+  const std::size_t a = FindNoCase(line, "allocated:");
+  const std::size_t r = FindNoCase(line, "reserved:");
+  if (a == std::string_view::npos || r == std::string_view::npos) return std::nullopt;
+  MemorySample s;
+  s.format = LogFormat::kPlain;
+  s.allocated_bytes = SizeAfter(line.substr(a), ":");
+  s.reserved_bytes = SizeAfter(line.substr(r), ":");
+  if (!s.allocated_bytes || !s.reserved_bytes) return std::nullopt;
+  return s;
+}
+
+std::optional<TheoreticalMemory> TheoreticalLine(std::string_view line) {
+  if (line.find("Theoretical memory footprints") == std::string_view::npos) return std::nullopt;
+  auto weights = NumberAfter(line, "weight and optimizer=");
+  if (!weights) return std::nullopt;
+  TheoreticalMemory t;
+  t.weight_and_optimizer_bytes = *Scaled(weights, 1LL << 20);
+  t.activation_bytes = Scaled(NumberAfter(line, "activation="), 1LL << 20);
+  t.total_bytes = Scaled(NumberAfter(line, "total="), 1LL << 20);
+  return t;
+}
+
+// Megatron's argument dump: "  pipeline_model_parallel_size ................... 4".
+std::optional<int> ArgumentValue(std::string_view line, std::string_view name) {
+  const std::size_t pos = line.find(name);
+  if (pos == std::string_view::npos) return std::nullopt;
+  std::size_t p = pos + name.size();
+  if (p >= line.size() || line[p] != ' ') return std::nullopt;
+  while (p < line.size() && (line[p] == ' ' || line[p] == '.')) ++p;
+  auto v = ScanNumber(line, p);
+  if (!v || p != line.size() || *v < 1 || *v > 1e7) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+void ReadLine(const Line& line, LogMemory& out) {
+  const std::string_view l = line.text;
+  std::optional<MemorySample> s = MegatronLine(l);
+  if (!s) s = TorchtitanLine(l);
+  if (!s) s = DeepSpeedLine(l);
+  if (!s) s = PlainLine(l);
+  if (s) {
+    s->rank = RankOf(l);
+    s->line = line.number;
+    s->line_text = Excerpt(l);
+    out.samples.push_back(std::move(*s));
+    return;
+  }
+  if (auto t = TheoreticalLine(l)) {
+    t->line = line.number;
+    t->line_text = Excerpt(l);
+    out.theoretical = std::move(t);
+    return;
+  }
+  if (auto pp = ArgumentValue(l, "pipeline_model_parallel_size")) out.pipeline_parallel_size = pp;
+  if (auto ws = ArgumentValue(l, "world_size")) out.world_size = ws;
+  // vLLM gpu_worker.py sleep(): "Sleep mode freed X GiB memory, Y GiB memory is still in use."
+  if (auto held = SizeBefore(l, "memory is still in use")) {
+    out.held_by_other_engine.push_back({*held, line.number, Excerpt(l)});
+  }
+}
+
+}  // namespace
+
+const char* LogFormatName(LogFormat format) {
+  switch (format) {
+    case LogFormat::kMegatron:
+      return "megatron";
+    case LogFormat::kTorchtitan:
+      return "torchtitan";
+    case LogFormat::kDeepSpeed:
+      return "deepspeed";
+    case LogFormat::kPlain:
+      return "plain";
+  }
+  return "";
+}
+
+std::int64_t MemorySample::peak_bytes() const {
+  for (const auto* v :
+       {&max_reserved_bytes, &reserved_bytes, &max_allocated_bytes, &allocated_bytes}) {
+    if (*v) return **v;
+  }
+  return 0;
+}
+
+LogMemory ParseLogMemory(std::string_view text) {
+  LogMemory out;
+  for (const Line& line : SplitLines(text)) ReadLine(line, out);
+  return out;
+}
+
+}  // namespace memtune::diagnose
