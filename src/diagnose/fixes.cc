@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "diagnose/findings.h"
+#include "memtune/alloc/oom_message.h"
 
 namespace memtune::diagnose {
 namespace {
@@ -124,6 +125,25 @@ std::vector<FixRow> Rows(Cause cause, bool lora_sp) {
   return {};
 }
 
+// A fix the job already has is no fix.
+bool AlreadyInJob(const FixRow& row, const model::Job* job) {
+  if (!job) return false;
+  const std::string_view id = row.id;
+  if (id == kDistOptimizer.id) return job->optimizer.use_distributed_optimizer;
+  if (id == kExpandable.id) {
+    auto it = job->memtune.env.find("PYTORCH_CUDA_ALLOC_CONF");
+    return it != job->memtune.env.end() &&
+           it->second.find("expandable_segments:True") != std::string::npos;
+  }
+  return false;
+}
+
+// The snapshot's replay under expandable_segments:True, in the Fix::predicted form.
+std::string SnapshotPrediction(const SnapshotFinding& s) {
+  return "replayed: peak reserved " + alloc::FormatSize(s.expandable_peak_reserved_bytes) +
+         "; fits";
+}
+
 bool LoraWithSp(const model::Job* job) { return job && job->peft && job->model.sequence_parallel; }
 
 }  // namespace
@@ -138,7 +158,14 @@ std::vector<Fix> FixesFor(const Decision& d, const Findings& f, const model::Job
   for (const FixRow& row : Rows(d.cause, LoraWithSp(job))) {
     // Already set: the playbook's "OOM with expandable_segments already set" row.
     if (expandable_set && std::string_view(row.id) == kExpandable.id) continue;
+    if (AlreadyInJob(row, job)) continue;
+    // A replay showed it does not avoid the OOM.
+    const bool is_expandable = std::string_view(row.id) == kExpandable.id;
+    if (is_expandable && !f.snapshots.empty() && f.snapshots.front().expandable_oom) continue;
     out.push_back({row.id, row.text, row.cost, "", {}});
+    if (is_expandable && !f.snapshots.empty()) {
+      out.back().predicted = SnapshotPrediction(f.snapshots.front());
+    }
   }
   return out;
 }

@@ -7,7 +7,7 @@
 namespace memtune::diagnose {
 namespace {
 
-constexpr std::size_t kMaxExcerptChars = 300;
+constexpr std::size_t kMaxExcerptChars = 800;
 constexpr std::size_t kMaxNumberChars = 32;  // longer digit runs are not sizes
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }

@@ -42,7 +42,7 @@ std::optional<double> NumberAfter(std::string_view text, std::string_view key);
 // The size that ends right before the first `key` ("28.82 GiB already allocated").
 std::optional<std::int64_t> SizeBefore(std::string_view text, std::string_view key);
 
-// A short copy of a line for evidence: at most 300 characters, control bytes shown as '?'.
+// A short copy of a line for evidence: at most 800 characters, control bytes shown as '?'.
 std::string Excerpt(std::string_view line);
 
 }  // namespace memtune::diagnose

@@ -129,6 +129,12 @@ const char* PhaseName(Phase phase) {
 std::optional<PhaseEvidence> FindPhase(std::string_view text) {
   std::optional<PhaseEvidence> best;
   for (const Line& line : PhaseLines(SplitLines(text))) {
+    // torch/optim/*.py (and optimizer wrappers) name the update "step".
+    if (IsFrameLine(line.text) && ContainsNoCase(line.text, "optim") &&
+        line.text.ends_with(", in step") &&
+        (!best || PhaseSpecificity(best->phase) < PhaseSpecificity(Phase::kOptimizerStep))) {
+      best = PhaseEvidence{Phase::kOptimizerStep, line.number, Excerpt(line.text), "optim step"};
+    }
     for (const PhaseToken& t : kTokens) {
       if (!ContainsNoCase(line.text, t.token)) continue;
       if (best && PhaseSpecificity(best->phase) >= PhaseSpecificity(t.phase)) continue;

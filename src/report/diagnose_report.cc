@@ -2,6 +2,7 @@
 #include "memtune/report/diagnose_report.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "memtune/alloc/oom_message.h"
 
@@ -11,11 +12,26 @@ namespace {
 using alloc::FormatSize;
 using json = nlohmann::json;
 
+std::string Where(const diagnose::Evidence& e) {
+  return e.source + (e.line > 0 ? ":" + std::to_string(e.line) : "");
+}
+
 std::string EvidenceLine(const diagnose::Evidence& e) {
   std::string value = e.value_bytes ? FormatSize(*e.value_bytes) : e.value;
   if (e.value_bytes && !e.value.empty()) value += " (" + e.value + ")";
-  std::string where = e.source + (e.line > 0 ? ":" + std::to_string(e.line) : "");
-  return "  " + e.what + ": " + value + "  [" + where + "] " + e.text + "\n";
+  return "  " + e.what + ": " + value + "  [" + Where(e) + (e.line > 0 ? "" : ", " + e.text) +
+         "]\n";
+}
+
+// Each line the evidence came from, once, in order of first use.
+std::string SourceLines(const std::vector<diagnose::Evidence>& evidence) {
+  std::string out;
+  std::set<std::string> seen;
+  for (const auto& e : evidence) {
+    if (e.line <= 0 || !seen.insert(Where(e)).second) continue;
+    out += "  " + Where(e) + ": " + e.text + "\n";
+  }
+  return out.empty() ? out : "from:\n" + out;
 }
 
 std::string FixLine(std::size_t index, const diagnose::Fix& f) {
@@ -76,6 +92,7 @@ std::string RenderDiagnoseText(const diagnose::Diagnosis& d) {
                     model::NameOf(d.confidence) + ")\n";
   if (!d.evidence.empty()) out += "evidence:\n";
   for (const auto& e : d.evidence) out += EvidenceLine(e);
+  out += SourceLines(d.evidence);
   if (!d.notes.empty()) out += "notes:\n";
   for (const auto& n : d.notes) out += "  " + n + "\n";
   if (!d.fixes.empty()) out += "fixes, in the playbook's order:\n";
