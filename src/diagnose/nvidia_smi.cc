@@ -34,10 +34,13 @@ std::optional<std::int64_t> CsvSize(std::string_view cell, bool header_says_mib)
 
 // "| N/A 34C P0 71W / 700W |  81000MiB / 81559MiB | 0% Default |"
 void TableRow(const Line& line, SmiReport& out) {
-  const std::size_t slash = line.text.find("MiB / ");
+  const std::size_t slash = line.text.find("MiB /");
   if (slash == std::string_view::npos) return;
-  auto used = SizeBefore(line.text, " / ");
-  std::size_t pos = slash + 6;
+  std::size_t start = slash;
+  while (start > 0 && line.text[start - 1] >= '0' && line.text[start - 1] <= '9') --start;
+  auto used = ScanSize(line.text, start);
+  std::size_t pos = slash + 5;
+  while (pos < line.text.size() && line.text[pos] == ' ') ++pos;
   auto total = ScanSize(line.text, pos);
   if (!used || !total) return;
   out.gpus.push_back(

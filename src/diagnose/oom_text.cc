@@ -69,11 +69,11 @@ void ReadDevice(std::string_view w, OomText& m) {
     if (auto index = ScanNumber(w, pos)) m.device = static_cast<int>(*index);
     return;
   }
-  if (w.substr(pos).starts_with("has a total capacity") ||
-      w.substr(pos + 1).starts_with(" has a total capacity")) {
+  const bool blank = w.substr(pos).starts_with(" has a total capacity");  // the byte vanished
+  if (blank || w.substr(pos + 1).starts_with(" has a total capacity")) {
     m.era = OomEra::kV22;
     const auto byte = static_cast<unsigned char>(w[pos]);
-    if (byte < 0x20) m.device = byte;
+    if (!blank && byte < 0x20) m.device = byte;
   }
 }
 
