@@ -92,8 +92,8 @@ std::optional<Decision> LogImbalance(const Findings& f, const std::optional<JobF
     Decision d = Make(Cause::kImbalance, Confidence::kHigh);
     d.rank = imb->rank;
     const std::string name = RankName(imb->rank, log.item, job);
-    d.evidence.push_back(
-        MakeEvidence("peak of " + name, imb->peak_bytes, log.source, s.line, s.line_text, name));
+    d.evidence.push_back(MakeEvidence("peak of the highest rank", imb->peak_bytes, log.source,
+                                      s.line, s.line_text, name));
     d.evidence.push_back(MakeEvidence("median peak of " + std::to_string(imb->ranks) + " ranks",
                                       imb->median_bytes, log.source, 0, "computed"));
     d.notes.push_back(name + " peaks at " + FormatSize(imb->peak_bytes) + ", " +
