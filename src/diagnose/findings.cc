@@ -25,9 +25,10 @@ bool AccumulatesLoss(std::string_view line) {
   return true;
 }
 
-bool MentionsCudaGraph(std::string_view line) {
-  for (const char* key : {"CUDA graph", "cudagraph", "make_graphed_callables", "cuda_graph"}) {
-    if (ContainsNoCase(line, key)) return true;
+// `lower`: the line in lower case.
+bool MentionsCudaGraph(std::string_view lower) {
+  for (const char* key : {"cuda graph", "cudagraph", "make_graphed_callables", "cuda_graph"}) {
+    if (lower.find(key) != std::string_view::npos) return true;
   }
   return false;
 }
@@ -47,10 +48,9 @@ bool MentionsUnallocated(std::string_view line) {
 
 // A user's account of every rank's process holding memory on one GPU ("the processes on GPUs
 // 1, 2 and 3 use memory on GPU0"): the device-0 context / map_location problem.
-bool OtherRanksOnOneGpu(std::string_view line) {
-  return ContainsNoCase(line, "processes") && ContainsNoCase(line, "GPUs") &&
-         (ContainsNoCase(line, "on GPU0") || ContainsNoCase(line, "on GPU 0") ||
-          ContainsNoCase(line, "on cuda:0"));
+bool OtherRanksOnOneGpu(std::string_view lower) {
+  auto has = [lower](const char* key) { return lower.find(key) != std::string_view::npos; };
+  return has("processes") && has("gpus") && (has("on gpu0") || has("on gpu 0") || has("on cuda:0"));
 }
 
 void ReadMentions(const std::string& source, const std::string& text, Findings& out) {
@@ -58,11 +58,12 @@ void ReadMentions(const std::string& source, const std::string& text, Findings& 
   for (const Line& line : SplitLines(text)) {
     const std::string_view l = line.text;
     auto mention = [&] { return Mention{source, line.number, Excerpt(l)}; };
+    const std::string lower = ToLower(l);
     if (AccumulatesLoss(l)) out.loss_accumulation.push_back(mention());
-    if (MentionsCudaGraph(l)) out.cuda_graph_mentions.push_back(mention());
+    if (MentionsCudaGraph(lower)) out.cuda_graph_mentions.push_back(mention());
     if (SetsExpandable(l)) out.expandable_set.push_back(mention());
     if (MentionsUnallocated(l)) out.unallocated_mentions.push_back(mention());
-    if (OtherRanksOnOneGpu(l)) out.cross_rank_device.push_back(mention());
+    if (OtherRanksOnOneGpu(lower)) out.cross_rank_device.push_back(mention());
     if (!oom_seen && MentionsOom(l)) {
       oom_seen = true;
       out.oom_mentions.push_back(mention());

@@ -171,6 +171,11 @@ Decision Decide(const Findings& f, const std::optional<JobFacts>& job) {
     d.notes.push_back(std::string("the traceback is in the ") + PhaseName(phase->item.phase) +
                       ", but the input holds no out-of-memory message");
   }
+  for (const auto& log : f.logs) {
+    d.notes.push_back(log.source + ": " + std::to_string(log.item.samples.size()) +
+                      " memory lines show no growth across iterations, no rank far above the "
+                      "others and no full GPU");
+  }
   d.notes.push_back(
       "no out-of-memory numbers to decide on: paste the whole PyTorch message "
       "(\"Tried to allocate ... reserved by PyTorch ...\"), the log's memory lines, "

@@ -36,10 +36,19 @@ std::vector<Line> SplitLines(std::string_view text) {
   return lines;
 }
 
+std::string ToLower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = Lower(c);
+  return out;
+}
+
 std::size_t FindNoCase(std::string_view text, std::string_view needle, std::size_t from) {
   if (needle.empty() || needle.size() > text.size()) return std::string_view::npos;
+  const char first_lower = Lower(needle[0]);
+  const char first_upper = static_cast<char>(std::toupper(static_cast<unsigned char>(needle[0])));
   for (std::size_t i = from; i + needle.size() <= text.size(); ++i) {
-    std::size_t k = 0;
+    if (text[i] != first_lower && text[i] != first_upper) continue;
+    std::size_t k = 1;
     while (k < needle.size() && Lower(text[i + k]) == Lower(needle[k])) ++k;
     if (k == needle.size()) return i;
   }

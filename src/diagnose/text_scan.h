@@ -19,7 +19,11 @@ struct Line {
 // Splits on '\n' (a trailing '\r' is dropped). The views point into `text`.
 std::vector<Line> SplitLines(std::string_view text);
 
-// Position of `needle` in `text` ignoring ASCII case, or npos.
+// `text` with ASCII letters in lower case.
+std::string ToLower(std::string_view text);
+
+// Position of `needle` in `text` ignoring ASCII case, or npos. For many needles on one line,
+// lower the line once (ToLower) and search it instead.
 std::size_t FindNoCase(std::string_view text, std::string_view needle, std::size_t from = 0);
 bool ContainsNoCase(std::string_view text, std::string_view needle);
 

@@ -104,6 +104,16 @@ std::vector<Line> PhaseLines(const std::vector<Line>& lines) {
   return out.empty() ? lines : out;
 }
 
+// kTokens in lower case, made once.
+const std::vector<std::string>& LowerTokens() {
+  static const std::vector<std::string> tokens = [] {
+    std::vector<std::string> out;
+    for (const PhaseToken& t : kTokens) out.push_back(ToLower(t.token));
+    return out;
+  }();
+  return tokens;
+}
+
 }  // namespace
 
 const char* PhaseName(Phase phase) {
@@ -128,15 +138,18 @@ const char* PhaseName(Phase phase) {
 
 std::optional<PhaseEvidence> FindPhase(std::string_view text) {
   std::optional<PhaseEvidence> best;
+  const std::vector<std::string>& tokens = LowerTokens();
   for (const Line& line : PhaseLines(SplitLines(text))) {
+    const std::string lower = ToLower(line.text);
     // torch/optim/*.py (and optimizer wrappers) name the update "step".
-    if (IsFrameLine(line.text) && ContainsNoCase(line.text, "optim") &&
+    if (IsFrameLine(line.text) && lower.find("optim") != std::string::npos &&
         line.text.ends_with(", in step") &&
         (!best || PhaseSpecificity(best->phase) < PhaseSpecificity(Phase::kOptimizerStep))) {
       best = PhaseEvidence{Phase::kOptimizerStep, line.number, Excerpt(line.text), "optim step"};
     }
-    for (const PhaseToken& t : kTokens) {
-      if (!ContainsNoCase(line.text, t.token)) continue;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      const PhaseToken& t = kTokens[i];
+      if (lower.find(tokens[i]) == std::string::npos) continue;
       if (best && PhaseSpecificity(best->phase) >= PhaseSpecificity(t.phase)) continue;
       best = PhaseEvidence{t.phase, line.number, Excerpt(line.text), t.token};
     }
