@@ -104,27 +104,40 @@ std::optional<Decision> LogImbalance(const Findings& f, const std::optional<JobF
   return std::nullopt;
 }
 
-// nvidia-smi: one GPU far above the others, or the other ranks' processes on one GPU.
-std::optional<Decision> SmiImbalance(const Findings& f) {
+// nvidia-smi: a GPU hosting several processes. When its extra processes also run on other
+// GPUs, those are the other ranks holding a context or tensors on it (imbalance: set_device
+// missing, torch.load without map_location); when they run nowhere else, another job shares
+// the GPU (other_process).
+std::optional<Decision> SmiRule(const Findings& f) {
   for (const auto& smi : f.smi) {
-    std::map<int, int> per_gpu;
-    for (const SmiProcess& p : smi.item.processes) ++per_gpu[p.gpu];
-    for (const auto& [gpu, count] : per_gpu) {
-      if (count < 2 || per_gpu.size() < 2) continue;
-      Decision d = Make(Cause::kImbalance, Confidence::kMedium);
-      d.rank = gpu;
-      for (const SmiProcess& p : smi.item.processes) {
-        if (p.gpu != gpu) continue;
-        d.evidence.push_back(MakeEvidence("process on GPU " + std::to_string(gpu), p.bytes,
-                                          smi.source, p.line, p.line_text,
-                                          "pid " + std::to_string(p.pid)));
+    std::map<int, std::vector<const SmiProcess*>> per_gpu;
+    for (const SmiProcess& p : smi.item.processes) per_gpu[p.gpu].push_back(&p);
+    if (per_gpu.size() < 2) continue;
+    for (const auto& [gpu, procs] : per_gpu) {
+      if (procs.size() < 2) continue;
+      bool ranks_elsewhere = false;
+      for (const SmiProcess& other : smi.item.processes) {
+        if (other.gpu == gpu) continue;
+        for (const SmiProcess* p : procs) ranks_elsewhere |= p->pid == other.pid;
       }
-      d.notes.push_back("GPU " + std::to_string(gpu) + " hosts " + std::to_string(count) +
-                        " processes: other ranks created a CUDA context or loaded tensors on "
-                        "it");
+      Decision d =
+          Make(ranks_elsewhere ? Cause::kImbalance : Cause::kOtherProcess, Confidence::kMedium);
+      d.rank = gpu;
+      for (const SmiProcess* p : procs) {
+        d.evidence.push_back(MakeEvidence("process on GPU " + std::to_string(gpu), p->bytes,
+                                          smi.source, p->line, p->line_text,
+                                          "pid " + std::to_string(p->pid)));
+      }
+      d.notes.push_back("GPU " + std::to_string(gpu) + " hosts " + std::to_string(procs.size()) +
+                        (ranks_elsewhere ? " processes, some of them ranks of other GPUs"
+                                         : " processes, some of them running on no other GPU"));
       return d;
     }
   }
+  return std::nullopt;
+}
+
+std::optional<Decision> ProseImbalance(const Findings& f) {
   for (const auto& m : f.cross_rank_device) {
     Decision d = Make(Cause::kImbalance, Confidence::kLow);
     d.rank = 0;
@@ -202,7 +215,8 @@ std::optional<Decision> EarlyRules(const Findings& f, const std::optional<JobFac
     return d;
   }
   if (auto d = LogImbalance(f, job)) return d;
-  if (auto d = SmiImbalance(f)) return d;
+  if (auto d = SmiRule(f)) return d;
+  if (auto d = ProseImbalance(f)) return d;
   return PhaseRule(f);
 }
 

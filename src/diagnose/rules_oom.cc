@@ -28,7 +28,13 @@ std::optional<Decision> FragmentationRule(const Sourced<OomText>& s, const Findi
                       ", enough for the request, but only their own allocations may use them");
     return d;
   }
-  if (!m.unallocated_bytes || *m.unallocated_bytes < *m.requested_bytes) return std::nullopt;
+  // The native allocator releases every wholly free segment before it gives up, so what is
+  // left unallocated sits in holes of live segments; with the device's free bytes it could
+  // serve the request if it were one piece (expandable segments map pages where needed).
+  if (!m.unallocated_bytes ||
+      *m.unallocated_bytes + m.free_bytes.value_or(0) < *m.requested_bytes) {
+    return std::nullopt;
+  }
   const std::int64_t reserved = m.reserved_bytes.value_or(*m.unallocated_bytes);
   if (static_cast<double>(*m.unallocated_bytes) <
       kNormalSlackFraction * static_cast<double>(reserved)) {
@@ -37,8 +43,8 @@ std::optional<Decision> FragmentationRule(const Sourced<OomText>& s, const Findi
   if (!f.expandable_set.empty()) return std::nullopt;  // playbook: then it is capacity
   d.cause = Cause::kFragmentation;
   d.notes.push_back("the cache held " + FormatSize(*m.unallocated_bytes) +
-                    " reserved but unallocated, more than the " + FormatSize(*m.requested_bytes) +
-                    " requested, yet no free block could serve it");
+                    " reserved but unallocated (with the device's free memory, enough for the " +
+                    FormatSize(*m.requested_bytes) + " requested), yet no block could serve it");
   return d;
 }
 

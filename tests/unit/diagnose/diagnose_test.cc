@@ -110,6 +110,26 @@ TEST(DiagnoseTest, PhasesAndCorruptedSizes) {
             "capacity_activations");
 }
 
+std::string SmiTable(int extra_pid_on_gpu0) {
+  return "|   0  NVIDIA A100-SXM4-80GB  On | 00000000:07:00.0 Off |  0 |\n"
+         "| N/A 30C P0 90W / 400W |  79000MiB /  81920MiB |  90%  Default |\n"
+         "|   1  NVIDIA A100-SXM4-80GB  On | 00000000:0B:00.0 Off |  0 |\n"
+         "| N/A 30C P0 90W / 400W |  60000MiB /  81920MiB |  90%  Default |\n"
+         "| Processes: |\n"
+         "|    0   N/A  N/A     1000      C   python     60000MiB |\n"
+         "|    0   N/A  N/A     " +
+         std::to_string(extra_pid_on_gpu0) +
+         "      C   python     19000MiB |\n"
+         "|    1   N/A  N/A     1001      C   python     60000MiB |\n";
+}
+
+TEST(DiagnoseTest, NvidiaSmiTellsOtherRanksFromOtherJobs) {
+  const Diagnosis ranks = DiagnoseText(SmiTable(1001));  // rank 1's process also on GPU 0
+  EXPECT_EQ(Name(ranks.cause), "imbalance");
+  const Diagnosis job = DiagnoseText(SmiTable(4242));  // a process on no other GPU
+  EXPECT_EQ(Name(job.cause), "other_process");
+}
+
 Diagnosis RunSnapshot(const std::string& file) {
   auto bytes =
       ReadInputFile(std::string(MEMTUNE_SOURCE_DIR) + "/tests/data/snapshots/" + file, "f");
