@@ -138,19 +138,18 @@ void ReadLine(const Line& line, LogMemory& out) {
 
 }  // namespace
 
-const char* LogFormatName(LogFormat format) {
-  switch (format) {
-    case LogFormat::kMegatron:
-      return "megatron";
-    case LogFormat::kTorchtitan:
-      return "torchtitan";
-    case LogFormat::kDeepSpeed:
-      return "deepspeed";
-    case LogFormat::kPlain:
-      return "plain";
-  }
-  return "";
-}
+namespace {
+constexpr model::EnumName<LogFormat> kFormatNames[] = {
+    {"megatron", LogFormat::kMegatron},
+    {"torchtitan", LogFormat::kTorchtitan},
+    {"deepspeed", LogFormat::kDeepSpeed},
+    {"plain", LogFormat::kPlain},
+};
+}  // namespace
+
+std::span<const model::EnumName<LogFormat>> EnumNames(LogFormat) { return kFormatNames; }
+
+const char* LogFormatName(LogFormat format) { return model::NameOf(format); }
 
 std::int64_t MemorySample::peak_bytes() const {
   for (const auto* v :

@@ -174,25 +174,21 @@ OomText Start(const Line& line, OomSource source) {
 
 }  // namespace
 
-const char* OomEraName(OomEra era) {
-  switch (era) {
-    case OomEra::kUnknown:
-      return "unknown";
-    case OomEra::kCached:
-      return "<=1.4 cached";
-    case OomEra::kReservedInTotal:
-      return "1.5-2.0 reserved in total";
-    case OomEra::kV21:
-      return "2.1";
-    case OomEra::kV22:
-      return "2.2-2.3";
-    case OomEra::kCurrent:
-      return ">=2.4";
-    case OomEra::kExabyte:
-      return "1EB";
-  }
-  return "unknown";
-}
+namespace {
+constexpr model::EnumName<OomEra> kEraNames[] = {
+    {"unknown", OomEra::kUnknown},
+    {"<=1.4 cached", OomEra::kCached},
+    {"1.5-2.0 reserved in total", OomEra::kReservedInTotal},
+    {"2.1", OomEra::kV21},
+    {"2.2-2.3", OomEra::kV22},
+    {">=2.4", OomEra::kCurrent},
+    {"1EB", OomEra::kExabyte},
+};
+}  // namespace
+
+std::span<const model::EnumName<OomEra>> EnumNames(OomEra) { return kEraNames; }
+
+const char* OomEraName(OomEra era) { return model::NameOf(era); }
 
 int OomText::number_count() const {
   int n = 0;

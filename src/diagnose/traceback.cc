@@ -119,25 +119,21 @@ const std::vector<std::string>& LowerTokens() {
 
 }  // namespace
 
-const char* PhaseName(Phase phase) {
-  switch (phase) {
-    case Phase::kSetup:
-      return "setup";
-    case Phase::kForward:
-      return "forward";
-    case Phase::kBackward:
-      return "backward";
-    case Phase::kOptimizerStep:
-      return "optimizer step";
-    case Phase::kCheckpoint:
-      return "checkpoint load/save";
-    case Phase::kEvaluation:
-      return "evaluation";
-    case Phase::kGeneration:
-      return "generation";
-  }
-  return "";
-}
+namespace {
+constexpr model::EnumName<Phase> kPhaseNames[] = {
+    {"setup", Phase::kSetup},
+    {"forward", Phase::kForward},
+    {"backward", Phase::kBackward},
+    {"optimizer step", Phase::kOptimizerStep},
+    {"checkpoint load/save", Phase::kCheckpoint},
+    {"evaluation", Phase::kEvaluation},
+    {"generation", Phase::kGeneration},
+};
+}  // namespace
+
+std::span<const model::EnumName<Phase>> EnumNames(Phase) { return kPhaseNames; }
+
+const char* PhaseName(Phase phase) { return model::NameOf(phase); }
 
 std::optional<PhaseEvidence> FindPhase(std::string_view text) {
   std::optional<PhaseEvidence> best;

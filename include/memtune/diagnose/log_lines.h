@@ -7,14 +7,18 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "memtune/model/job.h"
 
 namespace memtune::diagnose {
 
 enum class LogFormat { kMegatron, kTorchtitan, kDeepSpeed, kPlain };
 // "megatron", "torchtitan", "deepspeed", "plain".
+std::span<const model::EnumName<LogFormat>> EnumNames(LogFormat);
 const char* LogFormatName(LogFormat format);
 
 // One memory report line. Sizes in bytes as printed; absent fields are nullopt.

@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "memtune/model/job.h"
 
 namespace memtune::diagnose {
 
@@ -31,6 +34,7 @@ enum class OomEra {
   kExabyte,          // "Tried to allocate more than 1EB memory" (any release)
 };
 // "unknown", "<=1.4 cached", "1.5-2.0 reserved in total", "2.1", "2.2-2.3", ">=2.4", "1EB".
+std::span<const model::EnumName<OomEra>> EnumNames(OomEra);
 const char* OomEraName(OomEra era);
 
 // "Process <pid> has <size> memory in use": another process on the same GPU.

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "memtune/model/job.h"
 
 namespace memtune::diagnose {
 
@@ -18,7 +21,8 @@ enum class Phase {
   kGeneration,     // generate(), rollout, sampling
 };
 // "setup", "forward", "backward", "optimizer step", "checkpoint load/save", "evaluation",
-// "generation".
+// "generation" (the name table, for model::NameOf, and a shorthand).
+std::span<const model::EnumName<Phase>> EnumNames(Phase);
 const char* PhaseName(Phase phase);
 
 // How specific a phase is when several appear (higher wins): checkpoint 6, evaluation and
