@@ -80,7 +80,8 @@ std::optional<Decision> NonPytorchRule(const Sourced<OomText>& s) {
 }
 
 bool IsModelStatePhase(Phase p) {
-  return p == Phase::kSetup || p == Phase::kOptimizerStep || p == Phase::kCheckpoint;
+  return p == Phase::kSetup || p == Phase::kOptimizerStep || p == Phase::kCheckpoint ||
+         p == Phase::kParameterGather;
 }
 
 }  // namespace

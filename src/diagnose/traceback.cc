@@ -11,6 +11,7 @@ namespace {
 struct PhaseToken {
   const char* token;  // matched ignoring case
   Phase phase;
+  const char* unless = nullptr;  // not on a line that also holds this (lower case)
 };
 
 // The names PyTorch, Megatron-LM, Bridge, HF Trainer/Accelerate, Lightning, DeepSpeed and
@@ -38,7 +39,8 @@ constexpr PhaseToken kTokens[] = {
     {"evaluation_loop", Phase::kEvaluation},
     {"validation_step", Phase::kEvaluation},
     {"eval_step", Phase::kEvaluation},
-    {"validation", Phase::kEvaluation},
+    // Megatron prints "validation loss at iteration N" in every healthy log.
+    {"validation", Phase::kEvaluation, "validation loss"},
     {"accelerator.prepare", Phase::kSetup},
     {"FSDP(model", Phase::kSetup},
     {"shard()", Phase::kSetup},
@@ -47,6 +49,11 @@ constexpr PhaseToken kTokens[] = {
     {"from_pretrained", Phase::kSetup},
     {"fully_shard(", Phase::kSetup},
     {"_init_param", Phase::kSetup},
+    {"fetch_sub_module", Phase::kParameterGather},
+    {"pre_sub_module_forward", Phase::kParameterGather},
+    {"_allgather_params", Phase::kParameterGather},
+    {"in _unshard", Phase::kParameterGather},
+    {"in unshard", Phase::kParameterGather},
     {"optimizer.step", Phase::kOptimizerStep},
     {"optimizer_step", Phase::kOptimizerStep},
     {"step_optimizer", Phase::kOptimizerStep},
@@ -80,6 +87,7 @@ int PhaseSpecificity(Phase phase) {
     case Phase::kSetup:
       return 4;
     case Phase::kOptimizerStep:
+    case Phase::kParameterGather:
       return 3;
     case Phase::kBackward:
       return 2;
@@ -124,6 +132,7 @@ constexpr model::EnumName<Phase> kPhaseNames[] = {
     {"setup", Phase::kSetup},
     {"forward", Phase::kForward},
     {"backward", Phase::kBackward},
+    {"parameter all-gather", Phase::kParameterGather},
     {"optimizer step", Phase::kOptimizerStep},
     {"checkpoint load/save", Phase::kCheckpoint},
     {"evaluation", Phase::kEvaluation},
@@ -149,6 +158,7 @@ std::optional<PhaseEvidence> FindPhase(std::string_view text) {
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       const PhaseToken& t = kTokens[i];
       if (lower.find(tokens[i]) == std::string::npos) continue;
+      if (t.unless && lower.find(t.unless) != std::string::npos) continue;
       if (best && PhaseSpecificity(best->phase) >= PhaseSpecificity(t.phase)) continue;
       best = PhaseEvidence{t.phase, line.number, Excerpt(line.text), t.token};
     }

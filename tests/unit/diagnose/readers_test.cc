@@ -35,6 +35,19 @@ TEST(TracebackTest, CheckpointAndOptimizerFrames) {
   EXPECT_STREQ(PhaseName(Phase::kEvaluation), "evaluation");
 }
 
+TEST(TracebackTest, ParameterGatherAndMegatronValidationLines) {
+  auto gather = FindPhase(
+      "  File \"deepspeed/runtime/zero/parameter_offload.py\", line 9, in "
+      "_pre_forward_module_hook\n"
+      "    self.pre_sub_module_forward_function(module)\n"
+      "  File \"model.py\", line 40, in forward\n");
+  ASSERT_TRUE(gather.has_value());
+  EXPECT_EQ(gather->phase, Phase::kParameterGather);
+  EXPECT_FALSE(
+      FindPhase(" validation loss at iteration 100 on validation set | lm loss value: 2.1\n")
+          .has_value());
+}
+
 TEST(ConfigErrorsTest, MegatronAndAllocatorParserErrors) {
   const auto errors = FindConfigErrors(
       "ValueError: Currently there is no support for Pipeline parallelism with CPU offloading\n"
