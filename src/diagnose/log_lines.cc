@@ -26,10 +26,27 @@ std::optional<std::int64_t> Scaled(std::optional<double> value, std::int64_t uni
   return static_cast<std::int64_t>(*value * static_cast<double>(unit_bytes) + 0.5);
 }
 
+// Megatron-Bridge train_utils.py training_log(): "[Rank N] (after N iterations) memory (GB) |
+// mem-allocated-gigabytes: A | ... | mem-reserved-gigabytes: C | mem-max-allocated-gigabytes:
+// B | ... | mem-max-reserved-gigabytes: D | ..." in decimal GB (allocator stats / 1e9).
+std::optional<MemorySample> BridgeLine(std::string_view line) {
+  if (line.find("mem-allocated-gigabytes:") == std::string_view::npos) return std::nullopt;
+  constexpr std::int64_t kDecimalGb = 1000000000;
+  MemorySample s;
+  s.format = LogFormat::kMegatron;
+  s.allocated_bytes = Scaled(NumberAfter(line, "mem-allocated-gigabytes:"), kDecimalGb);
+  s.max_allocated_bytes = Scaled(NumberAfter(line, "mem-max-allocated-gigabytes:"), kDecimalGb);
+  s.reserved_bytes = Scaled(NumberAfter(line, "mem-reserved-gigabytes:"), kDecimalGb);
+  s.max_reserved_bytes = Scaled(NumberAfter(line, "mem-max-reserved-gigabytes:"), kDecimalGb);
+  if (auto it = NumberAfter(line, "after ")) s.iteration = static_cast<std::int64_t>(*it);
+  return s;
+}
+
 // Megatron-LM training.py report_memory(): "[Rank N] (after N iterations) memory (MB) |
-// allocated: A | max allocated: B | reserved: C | max reserved: D"; older releases omit the
-// rank; some forks print GB.
+// allocated: A | max allocated: B | reserved: C | max reserved: D" (MB = 2^20 bytes); older
+// releases omit the rank; some forks print GB.
 std::optional<MemorySample> MegatronLine(std::string_view line) {
+  if (auto bridge = BridgeLine(line)) return bridge;
   std::int64_t unit = 0;
   if (line.find("memory (MB)") != std::string_view::npos) unit = 1LL << 20;
   if (line.find("memory (GB)") != std::string_view::npos) unit = 1LL << 30;

@@ -46,6 +46,23 @@ TEST(LogLinesTest, OldRawFloatAndGbForms) {
   EXPECT_EQ(log.samples[1].max_reserved_bytes, static_cast<std::int64_t>(3.5 * kGiB));
 }
 
+TEST(LogLinesTest, BridgeGigabyteLineIsDecimal) {
+  const LogMemory log = ParseLogMemory(
+      "[Rank 3] (after 2 iterations) memory (GB) | mem-allocated-gigabytes: 40.5 | "
+      "mem-active-gigabytes: 40.5 | mem-inactive-gigabytes: 2.0 | mem-reserved-gigabytes: 70.25 | "
+      "mem-max-allocated-gigabytes: 61.0 | mem-max-active-gigabytes: 62.0 | "
+      "mem-max-inactive-gigabytes: 3.0 | mem-max-reserved-gigabytes: 71.5 | mem-alloc-retires: 0 "
+      "| mem-allocated-count: 512\n");
+  ASSERT_EQ(log.samples.size(), 1u);
+  const MemorySample& s = log.samples[0];
+  EXPECT_EQ(s.rank, 3);
+  EXPECT_EQ(s.iteration, 2);
+  EXPECT_EQ(s.allocated_bytes, 40500000000);
+  EXPECT_EQ(s.max_allocated_bytes, 61000000000);
+  EXPECT_EQ(s.reserved_bytes, 70250000000);
+  EXPECT_EQ(s.max_reserved_bytes, 71500000000);
+}
+
 TEST(LogLinesTest, TorchtitanDeepSpeedTheoreticalAndArguments) {
   const LogMemory log = ParseLogMemory(
       "[rank2]:[titan] 2025-01-01 00:00:00,000 - root - INFO - step:  7  loss:  3.2100  "
