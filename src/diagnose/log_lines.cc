@@ -15,15 +15,10 @@ int RankOf(std::string_view line) {
     if (pos == std::string_view::npos) continue;
     pos += std::string_view(key).size();
     if (pos < line.size() && IsDigit(line[pos])) {
-      if (auto n = ScanNumber(line, pos); n && *n < 1e7) return static_cast<int>(*n);
+      if (auto n = SmallInt(ScanNumber(line, pos))) return *n;
     }
   }
   return -1;
-}
-
-std::optional<std::int64_t> Scaled(std::optional<double> value, std::int64_t unit_bytes) {
-  if (!value) return std::nullopt;
-  return static_cast<std::int64_t>(*value * static_cast<double>(unit_bytes) + 0.5);
 }
 
 // Megatron-Bridge train_utils.py training_log(): "[Rank N] (after N iterations) memory (GB) |
@@ -34,10 +29,10 @@ std::optional<MemorySample> BridgeLine(std::string_view line) {
   constexpr std::int64_t kDecimalGb = 1000000000;
   MemorySample s;
   s.format = LogFormat::kMegatron;
-  s.allocated_bytes = Scaled(NumberAfter(line, "mem-allocated-gigabytes:"), kDecimalGb);
-  s.max_allocated_bytes = Scaled(NumberAfter(line, "mem-max-allocated-gigabytes:"), kDecimalGb);
-  s.reserved_bytes = Scaled(NumberAfter(line, "mem-reserved-gigabytes:"), kDecimalGb);
-  s.max_reserved_bytes = Scaled(NumberAfter(line, "mem-max-reserved-gigabytes:"), kDecimalGb);
+  s.allocated_bytes = ScaleBytes(NumberAfter(line, "mem-allocated-gigabytes:"), kDecimalGb);
+  s.max_allocated_bytes = ScaleBytes(NumberAfter(line, "mem-max-allocated-gigabytes:"), kDecimalGb);
+  s.reserved_bytes = ScaleBytes(NumberAfter(line, "mem-reserved-gigabytes:"), kDecimalGb);
+  s.max_reserved_bytes = ScaleBytes(NumberAfter(line, "mem-max-reserved-gigabytes:"), kDecimalGb);
   if (auto it = NumberAfter(line, "after ")) s.iteration = static_cast<std::int64_t>(*it);
   return s;
 }
@@ -53,10 +48,10 @@ std::optional<MemorySample> MegatronLine(std::string_view line) {
   if (unit == 0 || line.find("allocated:") == std::string_view::npos) return std::nullopt;
   MemorySample s;
   s.format = LogFormat::kMegatron;
-  s.allocated_bytes = Scaled(NumberAfter(line, "| allocated:"), unit);
-  s.max_allocated_bytes = Scaled(NumberAfter(line, "max allocated:"), unit);
-  s.reserved_bytes = Scaled(NumberAfter(line, "| reserved:"), unit);
-  s.max_reserved_bytes = Scaled(NumberAfter(line, "max reserved:"), unit);
+  s.allocated_bytes = ScaleBytes(NumberAfter(line, "| allocated:"), unit);
+  s.max_allocated_bytes = ScaleBytes(NumberAfter(line, "max allocated:"), unit);
+  s.reserved_bytes = ScaleBytes(NumberAfter(line, "| reserved:"), unit);
+  s.max_reserved_bytes = ScaleBytes(NumberAfter(line, "max reserved:"), unit);
   if (auto it = NumberAfter(line, "after ")) s.iteration = static_cast<std::int64_t>(*it);
   return s;
 }
@@ -105,12 +100,12 @@ std::optional<MemorySample> PlainLine(std::string_view line) {
 
 std::optional<TheoreticalMemory> TheoreticalLine(std::string_view line) {
   if (line.find("Theoretical memory footprints") == std::string_view::npos) return std::nullopt;
-  auto weights = NumberAfter(line, "weight and optimizer=");
+  auto weights = ScaleBytes(NumberAfter(line, "weight and optimizer="), 1LL << 20);
   if (!weights) return std::nullopt;
   TheoreticalMemory t;
-  t.weight_and_optimizer_bytes = *Scaled(weights, 1LL << 20);
-  t.activation_bytes = Scaled(NumberAfter(line, "activation="), 1LL << 20);
-  t.total_bytes = Scaled(NumberAfter(line, "total="), 1LL << 20);
+  t.weight_and_optimizer_bytes = *weights;
+  t.activation_bytes = ScaleBytes(NumberAfter(line, "activation="), 1LL << 20);
+  t.total_bytes = ScaleBytes(NumberAfter(line, "total="), 1LL << 20);
   return t;
 }
 

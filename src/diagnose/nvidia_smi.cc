@@ -29,7 +29,7 @@ std::optional<std::int64_t> CsvSize(std::string_view cell, bool header_says_mib)
   pos = 0;
   auto n = ScanNumber(cell, pos);
   if (!n || !header_says_mib) return std::nullopt;
-  return static_cast<std::int64_t>(*n * kMiB);
+  return ScaleBytes(n, kMiB);
 }
 
 // "| N/A 34C P0 71W / 700W |  81000MiB / 81559MiB | 0% Default |"
@@ -58,7 +58,7 @@ void ProcessRow(const Line& line, SmiReport& out) {
   }
   if (words.size() < 4 || !words.back().ends_with("MiB")) return;
   std::size_t pos = 0;
-  auto gpu = ScanNumber(words[0], pos);
+  auto gpu = SmallInt(ScanNumber(words[0], pos));
   std::size_t mem_pos = 0;
   auto bytes = ScanSize(words.back(), mem_pos);
   std::optional<double> pid;
@@ -70,8 +70,8 @@ void ProcessRow(const Line& line, SmiReport& out) {
     }
   }
   if (!gpu || !bytes || !pid) return;
-  out.processes.push_back({static_cast<int>(*gpu), static_cast<std::int64_t>(*pid), *bytes,
-                           line.number, Excerpt(line.text)});
+  out.processes.push_back(
+      {*gpu, static_cast<std::int64_t>(*pid), *bytes, line.number, Excerpt(line.text)});
 }
 
 bool ReadCsv(const std::vector<Line>& lines, SmiReport& out) {
@@ -94,7 +94,7 @@ bool ReadCsv(const std::vector<Line>& lines, SmiReport& out) {
       int index = static_cast<int>(out.gpus.size());
       std::size_t p = 0;
       if (index_col >= 0) {
-        if (auto n = ScanNumber(cells[index_col], p)) index = static_cast<int>(*n);
+        if (auto n = SmallInt(ScanNumber(cells[index_col], p))) index = *n;
       }
       out.gpus.push_back({index, *used, *total, lines[j].number, Excerpt(lines[j].text)});
     }

@@ -40,7 +40,7 @@ void ReadParenthesisedForm(std::string_view w, OomText& m) {
     std::size_t pos = w.find(key);
     if (pos == std::string_view::npos) continue;
     pos += 5;
-    if (auto index = ScanNumber(w, pos)) m.device = static_cast<int>(*index);
+    if (auto index = SmallInt(ScanNumber(w, pos))) m.device = *index;
     break;
   }
 }
@@ -66,7 +66,7 @@ void ReadDevice(std::string_view w, OomText& m) {
   if (pos == std::string_view::npos || pos + 4 >= w.size()) return;
   pos += 4;
   if (IsDigit(w[pos])) {
-    if (auto index = ScanNumber(w, pos)) m.device = static_cast<int>(*index);
+    if (auto index = SmallInt(ScanNumber(w, pos))) m.device = *index;
     return;
   }
   const bool blank = w.substr(pos).starts_with(" has a total capacity");  // the byte vanished

@@ -100,8 +100,10 @@ std::optional<double> ScanNumber(std::string_view text, std::size_t& pos) {
     ++p;
   }
   if (digits.empty() || digits.size() >= kMaxNumberChars) return std::nullopt;
+  const double value = std::strtod(digits.c_str(), nullptr);
+  if (!(value < kMaxNumber)) return std::nullopt;
   pos = p;
-  return std::strtod(digits.c_str(), nullptr);
+  return value;
 }
 
 std::optional<std::int64_t> ScanSize(std::string_view text, std::size_t& pos) {
@@ -113,10 +115,24 @@ std::optional<std::int64_t> ScanSize(std::string_view text, std::size_t& pos) {
   while (unit_end < text.size() && IsAlpha(text[unit_end]) && unit_end - p < 6) ++unit_end;
   auto unit = UnitBytes(text.substr(p, unit_end - p));
   if (!unit) return std::nullopt;
-  const double bytes = *number * static_cast<double>(*unit);
-  if (!(bytes < 9.0e18)) return std::nullopt;
+  auto bytes = ScaleBytes(number, *unit);
+  if (!bytes) return std::nullopt;
   pos = unit_end;
+  return bytes;
+}
+
+std::optional<std::int64_t> ScaleBytes(std::optional<double> value, std::int64_t unit_bytes) {
+  constexpr double kMaxBytes = 9.0e18;  // below INT64_MAX (9.22e18)
+  if (!value) return std::nullopt;
+  const double bytes = *value * static_cast<double>(unit_bytes);
+  if (!(bytes >= 0.0 && bytes < kMaxBytes)) return std::nullopt;
   return static_cast<std::int64_t>(std::llround(bytes));
+}
+
+std::optional<int> SmallInt(std::optional<double> value) {
+  constexpr double kMaxSmallInt = 1e7;
+  if (!value || !(*value >= 0.0 && *value < kMaxSmallInt)) return std::nullopt;
+  return static_cast<int>(*value);
 }
 
 std::optional<std::int64_t> SizeAfter(std::string_view text, std::string_view key) {

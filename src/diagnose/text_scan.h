@@ -32,7 +32,12 @@ bool ContainsNoCase(std::string_view text, std::string_view needle);
 // DeepSpeed and torchtitan all divide by powers of 1024 before printing them.
 std::optional<std::int64_t> UnitBytes(std::string_view unit);
 
-// A decimal number at text[pos] ("12", "12.34", "1,234.5"); advances pos past it.
+// Numbers at or above this are not read (no size, index or pid in a log is that large), so
+// that every value converts to an integer without overflow.
+inline constexpr double kMaxNumber = 1e15;
+
+// A decimal number at text[pos] ("12", "12.34", "1,234.5"), below kMaxNumber; advances pos
+// past it.
 std::optional<double> ScanNumber(std::string_view text, std::size_t& pos);
 
 // A size at text[pos]: a number, optional spaces, a unit; advances pos past it. Bytes are
@@ -45,6 +50,12 @@ std::optional<std::int64_t> SizeAfter(std::string_view text, std::string_view ke
 std::optional<double> NumberAfter(std::string_view text, std::string_view key);
 // The size that ends right before the first `key` ("28.82 GiB already allocated").
 std::optional<std::int64_t> SizeBefore(std::string_view text, std::string_view key);
+
+// value x unit_bytes rounded, or nullopt when it does not fit an int64 (or value is negative).
+std::optional<std::int64_t> ScaleBytes(std::optional<double> value, std::int64_t unit_bytes);
+
+// A device index, rank or column number: nullopt unless 0 <= value < 1e7.
+std::optional<int> SmallInt(std::optional<double> value);
 
 // A short copy of a line for evidence: at most 800 characters, control bytes shown as '?'.
 std::string Excerpt(std::string_view line);
