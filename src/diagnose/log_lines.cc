@@ -6,21 +6,6 @@
 namespace memtune::diagnose {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// "[Rank 3]", "[rank3]:", "[rank 3]".
-int RankOf(std::string_view line) {
-  for (const char* key : {"[Rank ", "[rank ", "[Rank", "[rank"}) {
-    std::size_t pos = line.find(key);
-    if (pos == std::string_view::npos) continue;
-    pos += std::string_view(key).size();
-    if (pos < line.size() && IsDigit(line[pos])) {
-      if (auto n = SmallInt(ScanNumber(line, pos))) return *n;
-    }
-  }
-  return -1;
-}
-
 // Megatron-Bridge train_utils.py training_log(): "[Rank N] (after N iterations) memory (GB) |
 // mem-allocated-gigabytes: A | ... | mem-reserved-gigabytes: C | mem-max-allocated-gigabytes:
 // B | ... | mem-max-reserved-gigabytes: D | ..." in decimal GB (allocator stats / 1e9).
@@ -128,7 +113,7 @@ void ReadLine(const Line& line, LogMemory& out) {
   if (!s) s = DeepSpeedLine(l);
   if (!s) s = PlainLine(l);
   if (s) {
-    s->rank = RankOf(l);
+    s->rank = RankOf(l).value_or(-1);
     s->line = line.number;
     s->line_text = Excerpt(l);
     out.samples.push_back(std::move(*s));

@@ -103,6 +103,9 @@ void ReadSentenceForm(std::string_view w, OomText& m) {
   if (!m.total_bytes) m.total_bytes = FirstOf(w, {"total: ", "Total: "}, true);
   if (!m.free_bytes) m.free_bytes = FirstOf(w, {"Free: ", "free: "}, true);
   if (!m.allocated_bytes) m.allocated_bytes = SizeAfter(w, "PyTorch allocated: ");
+  // MPS: "MPS backend out of memory (MPS allocated: A, other allocations: O, max allowed: M)."
+  if (!m.allocated_bytes) m.allocated_bytes = SizeAfter(w, "MPS allocated: ");
+  if (!m.total_bytes) m.total_bytes = SizeAfter(w, "max allowed: ");
   if (m.allocated_bytes && m.unallocated_bytes) {
     m.reserved_bytes = *m.allocated_bytes + *m.unallocated_bytes;
   }
@@ -115,6 +118,7 @@ void ReadAllocatorMessage(std::string_view w, OomText& m) {
     return;
   }
   m.requested_bytes = SizeAfter(w, "Tried to allocate ");
+  if (!m.requested_bytes) m.requested_bytes = SizeAfter(w, "trying to allocate ");  // XLA
   if (w.find("total capacity;") != std::string_view::npos ||
       w.find("already allocated") != std::string_view::npos) {
     ReadParenthesisedForm(w, m);
@@ -169,6 +173,7 @@ OomText Start(const Line& line, OomSource source) {
   m.source = source;
   m.line = line.number;
   m.line_text = Excerpt(line.text);
+  m.rank = RankOf(line.text);
   return m;
 }
 

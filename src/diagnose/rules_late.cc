@@ -1,5 +1,9 @@
 // The later cause rules: OOMs outside PyTorch's allocator, memory held by another engine,
 // capacity from numbers or logs, and what words alone can say (docs/diagnose.md).
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "diagnose/rules_internal.h"
 #include "memtune/alloc/oom_message.h"
 
@@ -94,6 +98,46 @@ std::optional<Decision> StepGrowthRule(const Findings& f) {
   return std::nullopt;
 }
 
+// The playbook's "OOM on a single rank despite headroom on others": the ranks' loads are
+// alike (the imbalance rule did not fire) and every other rank's last peak plus the request
+// fits the GPU, so the failing rank lost to its cache's layout, not to the job's size.
+std::optional<Decision> SingleRankRule(const Findings& f) {
+  std::set<int> ranks;
+  const Sourced<OomText>* message = nullptr;
+  for (const auto& m : f.ooms) {
+    if (m.item.source != OomSource::kCachingAllocator || !m.item.rank) continue;
+    ranks.insert(*m.item.rank);
+    message = &m;
+  }
+  if (ranks.size() != 1 || !message->item.requested_bytes || !message->item.total_bytes) {
+    return std::nullopt;
+  }
+  const int oom_rank = *ranks.begin();
+  std::map<int, std::int64_t> peer_peaks;
+  for (const auto& log : f.logs) {
+    for (const MemorySample& s : log.item.samples) {
+      if (s.rank >= 0 && s.rank != oom_rank && s.peak_bytes() > 0)
+        peer_peaks[s.rank] = s.peak_bytes();
+    }
+  }
+  if (peer_peaks.empty()) return std::nullopt;
+  std::int64_t highest = 0;
+  for (const auto& [rank, peak] : peer_peaks) highest = std::max(highest, peak);
+  if (highest + *message->item.requested_bytes > *message->item.total_bytes) return std::nullopt;
+  Decision d;
+  d.cause = Cause::kFragmentation;
+  d.confidence = Confidence::kMedium;
+  AddMessageEvidence(*message, d.evidence);
+  d.evidence.push_back(
+      MakeEvidence("highest peak of the other " + std::to_string(peer_peaks.size()) + " ranks",
+                   highest, message->source, 0, "computed from the log"));
+  d.notes.push_back("only rank " + std::to_string(oom_rank) +
+                    " ran out; the other ranks, with "
+                    "the same load, peaked at most at " +
+                    FormatSize(highest) + " and had room for the request");
+  return d;
+}
+
 std::optional<Decision> CapacityRule(const Findings& f, const std::optional<JobFacts>& job) {
   const Sourced<OomText>* best = BestAllocatorMessage(f);
   auto phase = StrongestPhase(f);
@@ -142,6 +186,7 @@ std::optional<Decision> LateRules(const Findings& f, const std::optional<JobFact
     if (auto d = LibraryOomRule(f)) return d;
   }
   if (auto d = OtherEngineRule(f)) return d;
+  if (auto d = SingleRankRule(f)) return d;
   return CapacityRule(f, job);
 }
 

@@ -171,6 +171,18 @@ std::optional<std::int64_t> SizeBefore(std::string_view text, std::string_view k
   return ScanSize(text.substr(0, end), pos);
 }
 
+std::optional<int> RankOf(std::string_view line) {
+  for (const char* key : {"[Rank ", "[rank ", "[Rank", "[rank"}) {
+    std::size_t pos = line.find(key);
+    if (pos == std::string_view::npos) continue;
+    pos += std::string_view(key).size();
+    if (pos < line.size() && IsDigit(line[pos])) {
+      if (auto n = SmallInt(ScanNumber(line, pos))) return n;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string Excerpt(std::string_view line) {
   std::string_view cut = line.substr(0, kMaxExcerptChars);
   // Never end inside a UTF-8 sequence: drop trailing continuation bytes and their lead byte.

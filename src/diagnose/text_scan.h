@@ -57,6 +57,9 @@ std::optional<std::int64_t> ScaleBytes(std::optional<double> value, std::int64_t
 // A device index, rank or column number: nullopt unless 0 <= value < 1e7.
 std::optional<int> SmallInt(std::optional<double> value);
 
+// The rank a line names: "[Rank 3]", "[rank3]:", "[rank 3]"; nullopt when none.
+std::optional<int> RankOf(std::string_view line);
+
 // A short copy of a line for evidence: at most 800 characters, control bytes shown as '?'.
 std::string Excerpt(std::string_view line);
 

@@ -51,6 +51,7 @@ struct OomText {
   int line = 0;                                    // 1-based line where the message starts
   std::string line_text;                           // that line (an excerpt)
   std::optional<int> device;                       // "GPU 3" (2.2-2.3: the raw byte's value)
+  std::optional<int> rank;                         // the line's "[rank3]:" prefix, if any
   std::optional<std::int64_t> requested_bytes;     // "Tried to allocate"
   std::optional<std::int64_t> total_bytes;         // total capacity
   std::optional<std::int64_t> free_bytes;          // free on the device (cudaMemGetInfo)

@@ -87,6 +87,22 @@ TEST(DiagnoseTest, LeakAndImbalanceFromLogs) {
   EXPECT_EQ(d.evidence[0].value, "rank 3 (pipeline stage 1 of 2)");
 }
 
+TEST(DiagnoseTest, OneRankOutOfManyAlikeIsFragmentation) {
+  std::string log;
+  for (int r = 0; r < 4; ++r) log += MegatronLine(r, 50, 3000.0, 60000.0 + r);
+  log +=
+      "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 2 has "
+      "a total capacity of 79.00 GiB of which 1.00 GiB is free. Including non-PyTorch memory, "
+      "this process has 78.00 GiB memory in use. Of the allocated memory 74.00 GiB is allocated "
+      "by PyTorch, and 3.00 GiB is reserved by PyTorch but unallocated.\n";
+  const Diagnosis d = DiagnoseText(log);
+  EXPECT_EQ(Name(d.cause), "fragmentation");
+  EXPECT_EQ(d.confidence, Confidence::kMedium);
+  // Without the peers' lines it is the capacity the message shows.
+  const std::size_t oom = log.find("[rank2]: torch");
+  EXPECT_EQ(Name(DiagnoseText(log.substr(oom)).cause), "capacity_activations");
+}
+
 TEST(DiagnoseTest, ConfigConflictGivesTheExactFix) {
   const Diagnosis d = DiagnoseText(
       "Traceback (most recent call last):\n"

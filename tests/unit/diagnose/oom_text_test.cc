@@ -174,6 +174,26 @@ TEST(OomTextTest, TruncatedMessageHasNoInventedNumbers) {
   EXPECT_EQ(m.number_count(), 0);
 }
 
+TEST(OomTextTest, RankPrefixMpsXlaAndHugeNumbers) {
+  const OomText m = Only(
+      "[rank5]: MPS backend out of memory (MPS allocated: 17.00 GiB, other allocations: 1.00 "
+      "GiB, max allowed: 18.13 GiB). Tried to allocate 256.00 MiB on private pool.");
+  EXPECT_EQ(m.rank, 5);
+  EXPECT_EQ(m.allocated_bytes, 17 * kGiB);
+  EXPECT_EQ(m.total_bytes, Gib(18.13));
+  EXPECT_EQ(m.requested_bytes, 256 * kMiB);
+  const OomText xla =
+      Only("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1048576 bytes.");
+  EXPECT_EQ(xla.requested_bytes, kMiB);
+  // Numbers no log prints are not read (and never overflow).
+  const OomText huge = Only(
+      "CUDA out of memory. Tried to allocate 99999999999999999999 GiB (GPU 77777777777777777777; "
+      "1 GiB total capacity; 2 GiB already allocated; 3 GiB free; 4 GiB cached)");
+  EXPECT_FALSE(huge.requested_bytes.has_value());
+  EXPECT_FALSE(huge.device.has_value());
+  EXPECT_EQ(huge.total_bytes, kGiB);
+}
+
 TEST(OomTextTest, MentionsOomAsAWord) {
   EXPECT_TRUE(MentionsOom("the job OOMs at step 3"));
   EXPECT_TRUE(MentionsOom("it always oom in make_graphed_callables"));
