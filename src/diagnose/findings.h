@@ -79,6 +79,9 @@ struct JobFacts {
   std::int64_t capacity_bytes = 0;    // 0 = unknown GPU
   int pipeline_parallel_size = 1;
   int world_size = 0;
+  // The forecast: the native allocator OOMs or is at risk, expandable segments fit.
+  bool only_expandable_fits = false;
+  std::string verdicts;  // "native: at_risk, expandable: fits", for the notes
 };
 
 // The cause, confidence, evidence and notes (rules.cc). `job` splits capacity causes.

@@ -83,6 +83,14 @@ std::string Attribute(const JobComparison& c) {
          " below the prediction: the OOM came before every activation was live";
 }
 
+std::string VerdictLine(const assess::ModeVerdict& v) {
+  std::string line = std::string(assess::AllocatorModeName(v.mode)) +
+                     (v.job_config ? " (the job's)" : "") + ": " +
+                     std::string(assess::VerdictStateName(v.state));
+  return line + (v.margin_bytes < 0 ? ", short by " + FormatSize(-v.margin_bytes)
+                                    : ", " + FormatSize(v.margin_bytes) + " spare");
+}
+
 }  // namespace
 
 JobFacts FactsOf(const model::Job& job, const assess::Assessment& a) {
@@ -94,6 +102,15 @@ JobFacts FactsOf(const model::Job& job, const assess::Assessment& a) {
   facts.capacity_bytes = a.estimate.gpu_capacity_bytes;
   facts.pipeline_parallel_size = job.model.pipeline_model_parallel_size;
   facts.world_size = job.memtune.world_size;
+  const assess::ModeVerdict* native = assess::FindVerdict(a, assess::AllocatorMode::kNative);
+  const assess::ModeVerdict* expandable =
+      assess::FindVerdict(a, assess::AllocatorMode::kExpandable);
+  if (native && expandable) {
+    facts.only_expandable_fits = native->state != assess::VerdictState::kFits &&
+                                 expandable->state == assess::VerdictState::kFits;
+    facts.verdicts = "native: " + std::string(assess::VerdictStateName(native->state)) +
+                     ", expandable: " + std::string(assess::VerdictStateName(expandable->state));
+  }
   return facts;
 }
 
@@ -123,6 +140,7 @@ JobComparison Compare(const assess::Assessment& a, const Findings& f) {
     c.observed_reserved_bytes = LogPeak(f, true);
   }
   c.attribution = Attribute(c);
+  for (const assess::ModeVerdict& v : a.verdicts) c.verdicts.push_back(VerdictLine(v));
   return c;
 }
 

@@ -138,6 +138,22 @@ std::optional<Decision> SingleRankRule(const Findings& f) {
   return d;
 }
 
+// With a job whose forecast fails (or is at risk) under the native allocator and fits with
+// expandable segments, an OOM without expandable segments set is the playbook's headline
+// case: fragmentation, not capacity.
+std::optional<Decision> ForecastRule(const Findings& f, const std::optional<JobFacts>& job) {
+  if (!job || !job->only_expandable_fits || !f.expandable_set.empty()) return std::nullopt;
+  const Sourced<OomText>* best = BestAllocatorMessage(f);
+  if (!best && f.oom_mentions.empty()) return std::nullopt;
+  Decision d;
+  d.cause = Cause::kFragmentation;
+  d.confidence = Confidence::kMedium;
+  if (best) AddMessageEvidence(*best, d.evidence);
+  d.notes.push_back("memtune's forecast for the job (" + job->verdicts +
+                    "): the same job fits once segments can grow");
+  return d;
+}
+
 std::optional<Decision> CapacityRule(const Findings& f, const std::optional<JobFacts>& job) {
   const Sourced<OomText>* best = BestAllocatorMessage(f);
   auto phase = StrongestPhase(f);
@@ -187,6 +203,7 @@ std::optional<Decision> LateRules(const Findings& f, const std::optional<JobFact
   }
   if (auto d = OtherEngineRule(f)) return d;
   if (auto d = SingleRankRule(f)) return d;
+  if (auto d = ForecastRule(f, job)) return d;
   return CapacityRule(f, job);
 }
 

@@ -56,7 +56,9 @@ std::string ComparisonText(const diagnose::JobComparison& c) {
     if (c.observed_reserved_bytes) out += ", reserved " + FormatSize(*c.observed_reserved_bytes);
     out += "\n";
   }
-  return out + "  " + c.attribution + "\n";
+  out += "  " + c.attribution + "\n";
+  for (const auto& v : c.verdicts) out += "  verdict " + v + "\n";
+  return out;
 }
 
 json OptionalBytes(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
@@ -82,7 +84,8 @@ json ComparisonJson(const diagnose::JobComparison& c) {
           {"predicted_activation_bytes", c.predicted_activation_bytes},
           {"observed_allocated_bytes", OptionalBytes(c.observed_allocated_bytes)},
           {"observed_reserved_bytes", OptionalBytes(c.observed_reserved_bytes)},
-          {"attribution", c.attribution}};
+          {"attribution", c.attribution},
+          {"verdicts", c.verdicts}};
 }
 
 }  // namespace

@@ -68,6 +68,9 @@ struct JobComparison {
   std::optional<std::int64_t> observed_allocated_bytes;  // from the OOM message or the log
   std::optional<std::int64_t> observed_reserved_bytes;
   std::string attribution;  // where the difference comes from, in words
+  // One per allocator mode, the job's own first: "native (the job's): oom, short by 2.10 GiB",
+  // "expandable: fits, 3.40 GiB spare" (assess::ModeVerdict).
+  std::vector<std::string> verdicts;
 };
 
 struct Diagnosis {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "memtune/core/file.h"
+#include "memtune/model/examples.h"
+#include "memtune/model/job_parse.h"
 
 namespace memtune::diagnose {
 namespace {
@@ -144,6 +146,36 @@ TEST(DiagnoseTest, NvidiaSmiTellsOtherRanksFromOtherJobs) {
   EXPECT_EQ(Name(ranks.cause), "imbalance");
   const Diagnosis job = DiagnoseText(SmiTable(4242));  // a process on no other GPU
   EXPECT_EQ(Name(job.cause), "other_process");
+}
+
+// The playbook's Llama3-70B case: the forecast is at risk natively and fits with expandable
+// segments, so an OOM with a little unallocated memory is still fragmentation; the fix
+// carries the prediction and the comparison the verdicts.
+TEST(DiagnoseTest, JobForecastTurnsACapacityMessageIntoFragmentation) {
+  auto yaml = model::ExampleJobYaml("llama3-70b-32xh100");
+  ASSERT_TRUE(yaml.has_value());
+  auto doc = model::ParseJobText(*yaml);
+  ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
+  auto input = ReadDiagnoseInput(
+      "oom.txt",
+      "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB "
+      "of which 1.20 GiB is free. Including non-PyTorch memory, this process has 77.98 GiB memory "
+      "in use. Of the allocated memory 74.50 GiB is allocated by PyTorch, and 1.10 GiB is "
+      "reserved by PyTorch but unallocated.");
+  ASSERT_TRUE(input.has_value());
+  DiagnoseOptions options;
+  options.job = doc->job;
+  auto d = Diagnose({*input}, options);
+  ASSERT_TRUE(d.has_value()) << d.error().Describe();
+  EXPECT_EQ(Name(d->cause), "fragmentation");
+  ASSERT_FALSE(d->fixes.empty());
+  EXPECT_EQ(d->fixes[0].id, "allocator.expandable-segments");
+  EXPECT_NE(d->fixes[0].predicted.find("; fits"), std::string::npos);
+  ASSERT_TRUE(d->comparison.has_value());
+  ASSERT_EQ(d->comparison->verdicts.size(), 2u);
+  EXPECT_EQ(d->comparison->verdicts[1].rfind("expandable: fits", 0), 0u);
+  // Without the job the same message is a capacity limit.
+  EXPECT_EQ(Name(Diagnose({*input})->cause), "capacity_activations");
 }
 
 Diagnosis RunSnapshot(const std::string& file) {
