@@ -6,39 +6,47 @@
 namespace memtune::diagnose {
 namespace {
 
-// Megatron-Bridge train_utils.py training_log(): "[Rank N] (after N iterations) memory (GB) |
-// mem-allocated-gigabytes: A | ... | mem-reserved-gigabytes: C | mem-max-allocated-gigabytes:
-// B | ... | mem-max-reserved-gigabytes: D | ..." in decimal GB (allocator stats / 1e9).
-std::optional<MemorySample> BridgeLine(std::string_view line) {
-  if (line.find("mem-allocated-gigabytes:") == std::string_view::npos) return std::nullopt;
-  constexpr std::int64_t kDecimalGb = 1000000000;
+// The four keys of a Megatron-style report line, each followed by a number in `unit_bytes`.
+struct ReportKeys {
+  const char* allocated;
+  const char* max_allocated;
+  const char* reserved;
+  const char* max_reserved;
+};
+
+MemorySample ReportLine(std::string_view line, const ReportKeys& keys, std::int64_t unit_bytes) {
   MemorySample s;
   s.format = LogFormat::kMegatron;
-  s.allocated_bytes = ScaleBytes(NumberAfter(line, "mem-allocated-gigabytes:"), kDecimalGb);
-  s.max_allocated_bytes = ScaleBytes(NumberAfter(line, "mem-max-allocated-gigabytes:"), kDecimalGb);
-  s.reserved_bytes = ScaleBytes(NumberAfter(line, "mem-reserved-gigabytes:"), kDecimalGb);
-  s.max_reserved_bytes = ScaleBytes(NumberAfter(line, "mem-max-reserved-gigabytes:"), kDecimalGb);
+  s.allocated_bytes = ScaleBytes(NumberAfter(line, keys.allocated), unit_bytes);
+  s.max_allocated_bytes = ScaleBytes(NumberAfter(line, keys.max_allocated), unit_bytes);
+  s.reserved_bytes = ScaleBytes(NumberAfter(line, keys.reserved), unit_bytes);
+  s.max_reserved_bytes = ScaleBytes(NumberAfter(line, keys.max_reserved), unit_bytes);
   if (auto it = NumberAfter(line, "after ")) s.iteration = static_cast<std::int64_t>(*it);
   return s;
 }
 
+// Megatron-Bridge train_utils.py training_log(): "[Rank N] (after N iterations) memory (GB) |
+// mem-allocated-gigabytes: A | ... | mem-reserved-gigabytes: C | mem-max-allocated-gigabytes:
+// B | ... | mem-max-reserved-gigabytes: D | ..." in decimal GB (allocator stats / 1e9).
+constexpr ReportKeys kBridgeKeys = {"mem-allocated-gigabytes:", "mem-max-allocated-gigabytes:",
+                                    "mem-reserved-gigabytes:", "mem-max-reserved-gigabytes:"};
+constexpr std::int64_t kDecimalGbBytes = 1000000000;
+
 // Megatron-LM training.py report_memory(): "[Rank N] (after N iterations) memory (MB) |
 // allocated: A | max allocated: B | reserved: C | max reserved: D" (MB = 2^20 bytes); older
 // releases omit the rank; some forks print GB.
+constexpr ReportKeys kMegatronKeys = {
+    "| allocated:", "max allocated:", "| reserved:", "max reserved:"};
+
 std::optional<MemorySample> MegatronLine(std::string_view line) {
-  if (auto bridge = BridgeLine(line)) return bridge;
+  if (line.find(kBridgeKeys.allocated) != std::string_view::npos) {
+    return ReportLine(line, kBridgeKeys, kDecimalGbBytes);
+  }
   std::int64_t unit = 0;
   if (line.find("memory (MB)") != std::string_view::npos) unit = 1LL << 20;
   if (line.find("memory (GB)") != std::string_view::npos) unit = 1LL << 30;
   if (unit == 0 || line.find("allocated:") == std::string_view::npos) return std::nullopt;
-  MemorySample s;
-  s.format = LogFormat::kMegatron;
-  s.allocated_bytes = ScaleBytes(NumberAfter(line, "| allocated:"), unit);
-  s.max_allocated_bytes = ScaleBytes(NumberAfter(line, "max allocated:"), unit);
-  s.reserved_bytes = ScaleBytes(NumberAfter(line, "| reserved:"), unit);
-  s.max_reserved_bytes = ScaleBytes(NumberAfter(line, "max reserved:"), unit);
-  if (auto it = NumberAfter(line, "after ")) s.iteration = static_cast<std::int64_t>(*it);
-  return s;
+  return ReportLine(line, kMegatronKeys, unit);
 }
 
 // torchtitan metrics.py: "step: 10  loss: ...  memory: 73.32GiB(92.70%)  tps: ...".
