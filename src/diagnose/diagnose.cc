@@ -97,7 +97,9 @@ Result<Diagnosis> Diagnose(const std::vector<DiagnoseInput>& inputs,
   d.evidence = std::move(decision.evidence);
   d.notes = std::move(decision.notes);
   for (const std::string& name : findings.snapshots_without_oom) {
-    d.notes.push_back(name + ": the snapshot records no OOM; replays have nothing to decide");
+    d.notes.push_back(name +
+                      ": the snapshot records no OOM event; dump it from an OOM observer "
+                      "(torch._C._cuda_attach_out_of_memory_observer) so it holds the failure");
   }
   if (assessment) {
     PredictFixes(*assessment, d.fixes);

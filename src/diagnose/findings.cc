@@ -100,6 +100,13 @@ void ReadText(const std::string& source, const std::string& text, Findings& out)
 
 Status ReadSnapshot(const std::string& source, const snapshot::Snapshot& snap,
                     alloc::TorchVersion version, Findings& out) {
+  bool has_trace = false;
+  for (const auto& trace : snap.device_traces) has_trace |= !trace.empty();
+  if (!has_trace) {
+    return InvalidInput(source, "the snapshot has no allocation trace, so no OOM event to replay",
+                        "record one with torch.cuda.memory._record_memory_history() before the "
+                        "OOM and dump it from an OOM observer");
+  }
   snapshot::ReplayOptions own;
   own.torch_version = version;
   MEMTUNE_TRY(const snapshot::ReplayReport recorded, snapshot::Replay(snap, own));

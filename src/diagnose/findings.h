@@ -65,7 +65,7 @@ struct Findings {
 void ReadText(const std::string& source, const std::string& text, Findings& out);
 
 // Replays a snapshot with an OOM under its own settings and under expandable_segments:True.
-// Errors: the replay's.
+// Errors: kInvalidInput naming `source` when the snapshot has no trace; the replay's.
 Status ReadSnapshot(const std::string& source, const snapshot::Snapshot& snap,
                     alloc::TorchVersion version, Findings& out);
 
