@@ -168,6 +168,12 @@ std::optional<Decision> CapacityRule(const Findings& f, const std::optional<JobF
                         " line " + std::to_string(f.expandable_set[0].line) +
                         "): a genuine capacity limit");
     }
+    if (best->item.allowed_bytes) {
+      d.notes.push_back("a memory fraction caps this process at " +
+                        FormatSize(*best->item.allowed_bytes) +
+                        " (torch.cuda.set_per_process_memory_fraction): the limit is that cap, "
+                        "not the GPU");
+    }
     d.cause = CapacitySplit(f, job, &best->item, p, d);
     return d;
   }
