@@ -154,37 +154,36 @@ std::optional<Decision> ForecastRule(const Findings& f, const std::optional<JobF
   return d;
 }
 
-std::optional<Decision> CapacityRule(const Findings& f, const std::optional<JobFacts>& job) {
-  const Sourced<OomText>* best = BestAllocatorMessage(f);
-  auto phase = StrongestPhase(f);
-  const std::optional<PhaseEvidence> p =
-      phase ? std::optional<PhaseEvidence>(phase->item) : std::nullopt;
-  if (best && best->item.number_count() >= 2) {
-    Decision d;
-    d.confidence = best->item.number_count() >= 5 ? Confidence::kHigh : Confidence::kMedium;
-    AddMessageEvidence(*best, d.evidence);
-    if (!f.expandable_set.empty()) {
-      d.notes.push_back("expandable_segments:True is already set (" + f.expandable_set[0].source +
-                        " line " + std::to_string(f.expandable_set[0].line) +
-                        "): a genuine capacity limit");
-    }
-    if (best->item.allowed_bytes) {
-      d.notes.push_back("a memory fraction caps this process at " +
-                        FormatSize(*best->item.allowed_bytes) +
-                        " (torch.cuda.set_per_process_memory_fraction): the limit is that cap, "
-                        "not the GPU");
-    }
-    d.cause = CapacitySplit(f, job, &best->item, p, d);
-    return d;
+// Capacity from an allocator message with numbers.
+Decision MessageCapacity(const Findings& f, const std::optional<JobFacts>& job,
+                         const Sourced<OomText>& best, const std::optional<PhaseEvidence>& p) {
+  Decision d;
+  d.confidence = best.item.number_count() >= 5 ? Confidence::kHigh : Confidence::kMedium;
+  AddMessageEvidence(best, d.evidence);
+  if (!f.expandable_set.empty()) {
+    d.notes.push_back("expandable_segments:True is already set (" + f.expandable_set[0].source +
+                      " line " + std::to_string(f.expandable_set[0].line) +
+                      "): a genuine capacity limit");
   }
-  if (auto d = LogCapacity(f, job)) return d;
-  if (auto d = StepGrowthRule(f)) return d;
-  if (f.oom_mentions.empty() && !best) return std::nullopt;
+  if (best.item.allowed_bytes) {
+    d.notes.push_back("a memory fraction caps this process at " +
+                      FormatSize(*best.item.allowed_bytes) +
+                      " (torch.cuda.set_per_process_memory_fraction): the limit is that cap, "
+                      "not the GPU");
+  }
+  d.cause = CapacitySplit(f, job, &best.item, p, d);
+  return d;
+}
+
+// An OOM named in words only.
+Decision WordsOnly(const Findings& f, const std::optional<JobFacts>& job, const OomText* message,
+                   const std::optional<PhaseEvidence>& p) {
   Decision d;
   d.confidence = Confidence::kLow;
-  const Mention* m = f.oom_mentions.empty() ? nullptr : &f.oom_mentions.front();
-  if (m)
-    d.evidence.push_back(MakeEvidence("out of memory", std::nullopt, m->source, m->line, m->text));
+  if (!f.oom_mentions.empty()) {
+    const Mention& m = f.oom_mentions.front();
+    d.evidence.push_back(MakeEvidence("out of memory", std::nullopt, m.source, m.line, m.text));
+  }
   if (!f.cuda_graph_mentions.empty() && (!p || p->phase != Phase::kSetup)) {
     d.cause = Cause::kFragmentation;
     d.notes.push_back(
@@ -195,9 +194,21 @@ std::optional<Decision> CapacityRule(const Findings& f, const std::optional<JobF
   d.notes.push_back(
       "the input names an OOM but gives no numbers: this is the usual cause, "
       "not a measurement");
-  d.cause = CapacitySplit(f, job, best ? &best->item : nullptr, p, d);
+  d.cause = CapacitySplit(f, job, message, p, d);
   d.confidence = Confidence::kLow;
   return d;
+}
+
+std::optional<Decision> CapacityRule(const Findings& f, const std::optional<JobFacts>& job) {
+  const Sourced<OomText>* best = BestAllocatorMessage(f);
+  auto phase = StrongestPhase(f);
+  const std::optional<PhaseEvidence> p =
+      phase ? std::optional<PhaseEvidence>(phase->item) : std::nullopt;
+  if (best && best->item.number_count() >= 2) return MessageCapacity(f, job, *best, p);
+  if (auto d = LogCapacity(f, job)) return d;
+  if (auto d = StepGrowthRule(f)) return d;
+  if (f.oom_mentions.empty() && !best) return std::nullopt;
+  return WordsOnly(f, job, best ? &best->item : nullptr, p);
 }
 
 }  // namespace
