@@ -16,5 +16,6 @@ int RunPlan(int argc, char** argv);
 int RunSimulate(int argc, char** argv);
 int RunModels(int argc, char** argv);
 int RunGpus(int argc, char** argv);
+int RunDiagnose(int argc, char** argv);
 
 }  // namespace memtune::cli

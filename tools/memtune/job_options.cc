@@ -80,9 +80,10 @@ Status AddSetOverrides(const JobFlags& f, std::vector<model::JobOverride>& out) 
 
 }  // namespace
 
-void AddJobOptions(CLI::App& app, JobFlags& f) {
-  auto* file = app.add_option(
-      "JOB", f.job_file, "Job document (YAML or JSON) or bash launch script ('-' reads stdin)");
+void AddJobOptions(CLI::App& app, JobFlags& f, JobFileArg job_arg) {
+  auto* file =
+      app.add_option(job_arg == JobFileArg::kPositional ? "JOB" : "--job", f.job_file,
+                     "Job document (YAML or JSON) or bash launch script ('-' reads stdin)");
   auto* example =
       app.add_option("--example", f.example, "Built-in example job")->option_text("NAME");
   file->excludes(example);
@@ -162,6 +163,11 @@ Status LoadCommand(const JobFlags& f, model::JobInputs& inputs, std::vector<std:
 }
 
 }  // namespace
+
+bool NamesJob(const JobFlags& f) {
+  return !f.job_file.empty() || !f.example.empty() || !f.model.empty() ||
+         !f.megatron_args.empty() || !f.megatron_args_file.empty();
+}
 
 Result<model::JobDocument> LoadJob(const JobFlags& f) {
   model::JobInputs inputs;

@@ -34,8 +34,15 @@ struct JobFlags {
   bool verbose = false;            // --verbose
 };
 
+// How the job file is named: the positional JOB (estimate, check, job) or `--job JOB` (for
+// commands whose positionals are other files, e.g. diagnose).
+enum class JobFileArg { kPositional, kOption };
+
 // Adds the options above to `app`.
-void AddJobOptions(CLI::App& app, JobFlags& flags);
+void AddJobOptions(CLI::App& app, JobFlags& flags, JobFileArg job_arg = JobFileArg::kPositional);
+
+// True when the flags name a job (a file, --example, --model or Megatron arguments).
+bool NamesJob(const JobFlags& flags);
 
 // Reads the files the flags name and builds the job: document (JOB or --example), then
 // --megatron-args, then the flags, then --set (a later input wins).

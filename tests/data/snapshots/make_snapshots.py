@@ -222,6 +222,25 @@ def oom_native():
     return snapshot(segs, t)
 
 
+def oom_capacity():
+    """A genuine capacity OOM on a 1000 MiB-free device: a=400 MiB and b=400 MiB stay live, c=380
+    MiB needs a third segment, cudaMalloc fails with 200 MiB free and nothing is cached (0 bytes
+    reserved but unallocated). With expandable segments the same requests need 1180 MiB: still
+    an OOM. The failing request comes from the optimizer step (STACK_OPT)."""
+    s1, s2 = LARGE_SEG[0], LARGE_SEG[1]
+    t = Trace()
+    t.add("segment_alloc", s1, 400 * MiB, STACK_FWD)
+    t.alloc(s1, 400 * MiB, STACK_FWD)
+    t.add("segment_alloc", s2, 400 * MiB, STACK_FWD)
+    t.alloc(s2, 400 * MiB, STACK_FWD)
+    t.add("oom", 200 * MiB, 380 * MiB, STACK_OPT)
+    segs = [segment(s1, [block(s1, 400 * MiB, 400 * MiB, "active_allocated", STACK_FWD)],
+                    frames=STACK_FWD),
+            segment(s2, [block(s2, 400 * MiB, 400 * MiB, "active_allocated", STACK_FWD)],
+                    frames=STACK_FWD)]
+    return snapshot(segs, t)
+
+
 def diverges():
     """Example 1 native, but the settings claim expandable_segments:True: a replay under the
     recorded settings maps pages where the recording shows cudaMalloc, so it must report a
@@ -263,6 +282,7 @@ def main():
     write("example2_expandable.pickle", example2_expandable())
     write("midrun_native.pickle", midrun_native())
     write("oom_native.pickle", oom_native())
+    write("oom_capacity.pickle", oom_capacity())
     write("legacy_segments.pickle", legacy_segments())
     write("diverges.pickle", diverges())
     write("example2_native_protocol2.pickle", example2_native(), protocol=2)
