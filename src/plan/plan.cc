@@ -134,7 +134,7 @@ SearchResult Search(const model::Job& job, int gpus, const PlanOptions& options,
   }
   // The playbook's one-lever alternatives, simulated whatever their rank, so that their
   // predicted costs are on the table (the job's own GPU count only).
-  if (gpus == job.memtune.world_size) {
+  if (gpus == job.memtune.world_size && model::CountErrors(model::CheckJob(job)) == 0) {
     for (const auto& [label, levers] : PlaybookAlternatives(job, gpus, options.keep, recompute)) {
       const model::Job changed = ApplyLevers(job, levers, gpus, recompute);
       std::string rules;
@@ -214,18 +214,25 @@ Result<Plan> PlanJob(const model::Job& job, const PlanOptions& options) {
   }
   const int gpus = options.gpus.value_or(job.memtune.world_size);
   if (gpus < 1) return InvalidInput("--gpus", "the GPU count must be at least 1");
-  if (model::CountErrors(model::CheckJob(job)) > 0) {
-    return InvalidConfig("JOB", "the job has check errors; run 'memtune check' and fix them first");
-  }
-  MEMTUNE_TRY(steptime::StepTime now, steptime::PredictStepTime(job));
   Plan plan;
   plan.gpus = gpus;
   plan.current.job = job;
-  plan.current.step = now;
+  for (const model::Finding& f : model::CheckJob(job)) {
+    if (f.severity == model::Severity::kError &&
+        plan.current_invalid.find(f.rule_id) == std::string::npos)
+      plan.current_invalid += (plan.current_invalid.empty() ? "" : ", ") + f.rule_id;
+  }
+  MEMTUNE_RETURN_IF_ERROR(steptime::JobHardwareCheck(job));
+  if (plan.current_invalid.empty()) {
+    MEMTUNE_TRY(plan.current.step, steptime::PredictStepTime(job));
+  }
+  const steptime::StepTime& now = plan.current.step;
   assess::AssessOptions assess;
   assess.estimate.with_explanations = false;
   assess.iterations = options.iterations;
-  if (auto a = assess::AssessJob(job, assess); a) {
+  if (!plan.current_invalid.empty()) {
+    // no prediction for a job that does not pass the checks
+  } else if (auto a = assess::AssessJob(job, assess); a) {
     for (const assess::ModeVerdict& v : a->verdicts) {
       plan.current.verdicts.push_back({v.mode, v.state, v.margin_bytes});
       if (v.job_config) plan.current.mode = v.mode;
@@ -274,7 +281,7 @@ Result<Plan> PlanJob(const model::Job& job, const PlanOptions& options) {
     SearchResult unused;
     const std::vector<RecomputeChoice> recompute = RecomputeChoices(job);
     if (auto a = Evaluate(job, CurrentLevers(job), plan.gpus, recompute, unused);
-        a && plan.gpus == job.memtune.world_size) {
+        a && plan.gpus == job.memtune.world_size && plan.current_invalid.empty()) {
       if (auto c = Simulate(job, *a, options, tps)) {
         c->playbook =
             c->changes.empty() ? "the job as it is" : "Quick Decision 1: expandable segments";
@@ -282,6 +289,12 @@ Result<Plan> PlanJob(const model::Job& job, const PlanOptions& options) {
         ++plan.simulated;
       }
     }
+  }
+  if (tps <= 0) {  // no baseline: relative to the fastest candidate
+    double best = 0;
+    for (const Candidate& c : found.fitting) best = std::max(best, c.step.tokens_per_s_per_gpu);
+    for (Candidate& c : found.fitting)
+      c.relative_throughput = best > 0 ? c.step.tokens_per_s_per_gpu / best : 1;
   }
   for (Candidate& c : found.fitting) c.reason = CostReason(plan.current, c);
   OrderCandidates(found.fitting);

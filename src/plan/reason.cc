@@ -96,6 +96,7 @@ std::string DescribeChanges(const std::vector<assess::FieldChange>& changes) {
 std::string CostReason(const Candidate& current, const Candidate& candidate) {
   if (candidate.changes.empty()) return "the job as it is";
   std::string levers = DescribeChanges(candidate.changes);
+  if (current.step.step_time_s <= 0) return levers;  // no baseline to compare with
   const int dp_from = Dp(current.job), dp_to = Dp(candidate.job);
   if (dp_from != dp_to) levers += fmt::format(", DP {}->{}", dp_from, dp_to);
   // Per-step seconds by term, per GPU: larger means slower.

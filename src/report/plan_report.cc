@@ -74,15 +74,24 @@ std::string RenderPlanText(const plan::Plan& plan, const std::string& job_name) 
   const plan::Candidate& now = plan.current;
   std::string out = fmt::format("memtune plan: {} on {} x {}\n", job_name,
                                 now.job.memtune.world_size, now.job.memtune.gpu);
-  out += fmt::format("current: {}\n  predicted: {}\n  verdict: {}\n", Layout(now.job),
-                     Predicted(now), Verdicts(now));
+  if (plan.current_invalid.empty()) {
+    out += fmt::format("current: {}\n  predicted: {}\n  verdict: {}\n", Layout(now.job),
+                       Predicted(now), Verdicts(now));
+  } else {
+    out += fmt::format(
+        "current: {}: does not pass the checks ({}; 'memtune check' says why); throughput "
+        "below is relative to the fastest candidate\n",
+        Layout(now.job), plan.current_invalid);
+  }
   out += fmt::format(
       "\nsearched {} candidates on {} GPUs: {} rejected by the checks, {} by allocated memory "
       "alone; {} simulated\n",
       plan.searched, plan.gpus, plan.rejected_by_checks, plan.rejected_by_memory, plan.simulated);
   if (!plan.nothing_fits.empty()) out += "\n" + plan.nothing_fits + "\n";
   if (plan.candidates.empty()) return out;
-  out += "\nranked by predicted throughput (change vs the current job's prediction):\n";
+  out += plan.current_invalid.empty()
+             ? "\nranked by predicted throughput (change vs the current job's prediction):\n"
+             : "\nranked by predicted throughput (change vs the fastest candidate):\n";
   int rank = 0;
   for (const plan::Candidate& c : plan.candidates) {
     out +=
@@ -114,8 +123,12 @@ std::string RenderPlanJson(const plan::Plan& plan) {
   j["gpus"] = plan.gpus;
   ordered_json current;
   current["layout"] = Layout(plan.current.job);
-  current["verdict"] = VerdictJson(plan.current);
-  current["predicted"] = PredictedJson(plan.current);
+  if (plan.current_invalid.empty()) {
+    current["verdict"] = VerdictJson(plan.current);
+    current["predicted"] = PredictedJson(plan.current);
+  } else {
+    current["check_errors"] = plan.current_invalid;
+  }
   j["current"] = current;
   j["candidates"] = ordered_json::array();
   int rank = 0;

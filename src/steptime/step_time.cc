@@ -107,6 +107,11 @@ Result<FlopsFormula> ParseFlopsFormula(std::string_view name, std::string_view f
                       "use causal or noncausal");
 }
 
+Status JobHardwareCheck(const model::Job& job) {
+  MEMTUNE_RETURN_IF_ERROR(JobHardware(job));
+  return OkStatus();
+}
+
 Result<StepTime> PredictStepTime(const model::Job& job) {
   MEMTUNE_TRY(const Hardware hw, JobHardware(job));
   MEMTUNE_TRY(const std::vector<estimate::StageLayout> stages,

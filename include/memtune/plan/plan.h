@@ -57,6 +57,10 @@ struct Candidate {
 
 struct Plan {
   Candidate current;  // the job as given (changes empty)
+  // Non-empty when the job as given does not pass model::CheckJob (e.g. its layout needs
+  // more GPUs than --gpus gives): the rule ids. Throughput is then relative to the best
+  // candidate, and `current` has no prediction.
+  std::string current_invalid;
   // Fitting candidates: first the cheapest fix when it costs no throughput (the job as it
   // is, or with the allocator setting only: Quick Decision step 1), then by predicted
   // throughput the best searched layouts and the playbook's one-lever alternatives.
@@ -75,9 +79,8 @@ struct Plan {
   std::vector<std::pair<std::string, std::string>> dropped_alternatives;
 };
 
-// Plans `job` (a resolved job). Errors: the step-time model's (no GPU in the catalog), an
-// invalid option (kInvalidInput naming it: an unknown --keep field, gpus < 1), the job's
-// own check errors (it must estimate before it can be changed).
+// Plans `job` (a resolved job). Errors: the step-time model's (no GPU in the catalog) and
+// an invalid option (kInvalidInput naming it: an unknown --keep field, gpus < 1).
 Result<Plan> PlanJob(const model::Job& job, const PlanOptions& options = {});
 
 // The fields --keep accepts.

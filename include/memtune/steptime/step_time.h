@@ -59,6 +59,10 @@ struct StepTime {
 // Example: the llama3-70b-32xh100 example job -> about 2.5 s per step.
 Result<StepTime> PredictStepTime(const model::Job& job);
 
+// The hardware check PredictStepTime starts with: kInvalidConfig naming memtune.gpu when
+// the job names no catalog GPU.
+Status JobHardwareCheck(const model::Job& job);
+
 // Parses "causal" / "noncausal"; kInvalidInput naming `field` otherwise.
 Result<FlopsFormula> ParseFlopsFormula(std::string_view name, std::string_view field);
 
