@@ -118,7 +118,9 @@ std::string RenderValidateText(const assess::ValidationReport& report) {
     header = true;
     out += fmt::format("  {} ({}): {}\n", c.measured.id, c.accurate.status, c.accurate.reason);
   }
-  out += "\nsummary:\n  " + SummaryLine(report.summary) + "\n";
+  out += "\nsummary:\n";
+  if (report.summary.cases > 0 || report.throughput.cases == 0)
+    out += "  " + SummaryLine(report.summary) + "\n";
   if (report.throughput.cases > 0) out += ThroughputLines(report.throughput);
   for (const auto& s : report.compare) out += "  " + SummaryLine(s) + "\n";
   return out;

@@ -51,6 +51,32 @@ class LayerCache {
   std::map<std::tuple<bool, GemmDtype, bool>, LayerTime> cache_;
 };
 
+// defer_embedding_wgrad_compute (MCore, with wgrad_deferral_limit micro-batches; 0 = all):
+// the last stage's output-layer weight-gradient GEMMs of the last micro-batches run in the
+// pipeline flush, where that stage would idle, so they leave the steady state; at most the
+// bubble's length is hidden. Seconds removed from the critical rank's GEMM time.
+double DeferredOutputWgrad(const LayerContext& ctx,
+                           const std::vector<estimate::StageLayout>& stages,
+                           const std::vector<RankWork>& work, int critical, double mean_wall,
+                           double microbatches) {
+  const model::ModelConfig& m = ctx.job->model;
+  const int p = static_cast<int>(stages.size());
+  if (!m.defer_embedding_wgrad_compute || p <= 1 || ctx.frozen) return 0;
+  bool has_output = false;
+  for (const estimate::ModelChunk& chunk : stages[critical].chunks) has_output |= chunk.has_output;
+  if (!has_output) return 0;
+  const double h = static_cast<double>(m.hidden_size);
+  const double vocab = static_cast<double>(model::PaddedVocabSize(*ctx.job)) / ctx.tp;
+  const double wgrad = GemmSeconds(vocab, h, ctx.tokens, GemmDtype::kBf16, ctx.hw);
+  const double count = m.wgrad_deferral_limit > 0
+                           ? std::min<double>(m.wgrad_deferral_limit, microbatches)
+                           : microbatches;
+  const double v = std::max(1, m.virtual_pipeline_model_parallel_size.value_or(1));
+  const double bubble = (p - 1) / v * mean_wall;
+  (void)work;
+  return std::min(count * wgrad, bubble);
+}
+
 void AddLayer(const LayerTime& t, RankWork& w) {
   w.forward += t.forward;
   w.backward += t.backward;
@@ -140,7 +166,14 @@ Result<StepTime> PredictStepTime(const model::Job& job) {
   // Compute of the critical rank over all micro-batches, split by kind; what the CPU adds
   // beyond the GPU (launch-bound layers) is its own term.
   const double gpu_wall = w.forward.Gpu() + w.backward.Gpu() + w.recompute.Gpu();
-  AddTerm(out, "gemm", m * (w.forward.gemm + w.backward.gemm), "linear layers, fwd + bwd");
+  const double deferred = DeferredOutputWgrad(ctx, stages, work, critical, mean, m);
+  AddTerm(out, "gemm", m * (w.forward.gemm + w.backward.gemm) - deferred,
+          "linear layers, fwd + bwd");
+  if (deferred > 0) {
+    out.notes.push_back(
+        "defer_embedding_wgrad_compute: output-layer weight gradients moved into "
+        "the pipeline flush");
+  }
   AddTerm(out, "attention", m * (w.forward.attention + w.backward.attention),
           "flash attention, fwd + bwd");
   AddTerm(out, "elementwise", m * (w.forward.elementwise + w.backward.elementwise),
