@@ -338,7 +338,7 @@ struct MemtuneBase {
   std::string recipe;  // the Bridge recipe the job starts from (model/recipes.h), or ""
   // memtune.torchtitan: torchtitan JobConfig settings by dotted name
   // ("parallelism.enable_async_tensor_parallel" -> "true"; lists joined by ','). Memory
-  // does not read them; the step-time model reads the ones docs/step-time.md names.
+  // does not read them, nor does the step-time model (docs/step-time.md).
   std::map<std::string, std::string> torchtitan;
 
   bool operator==(const MemtuneBase&) const = default;
