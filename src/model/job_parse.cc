@@ -277,6 +277,21 @@ Result<JobDocument> ParseJobNode(const YAML::Node& root, const ParseOptions& opt
   return std::move(ctx.doc);
 }
 
+bool IsReadBridgeField(const std::string& path) {
+  const std::size_t dot = path.find('.');
+  if (dot == std::string::npos) return false;
+  const std::string section = path.substr(0, dot);
+  const std::string field = path.substr(dot + 1);
+  if (section == "mixed_precision") return IsMixedPrecisionField(field);
+  const std::pair<const char*, const SectionSpec& (*)()> kTables[] = {
+      {"model", ModelTable}, {"train", TrainTable},     {"optimizer", OptimizerTable},
+      {"ddp", DdpTable},     {"dataset", DatasetTable}, {"peft", PeftTable}};
+  for (const auto& [name, table] : kTables) {
+    if (section == name) return FindField(table(), field) != nullptr;
+  }
+  return false;
+}
+
 }  // namespace internal
 
 Result<JobDocument> ParseJobText(std::string_view text, const ParseOptions& options) {
