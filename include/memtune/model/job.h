@@ -172,6 +172,10 @@ struct ModelBase {
   std::optional<int> num_layers_in_last_pipeline_stage;
   std::string pipeline_model_parallel_layout;  // "" = none
   std::int64_t seq_length = 0;
+  // model.seq_length as the job wrote it when dataset.seq_length differs (seq_length is
+  // the dataset's, the length of the real batches); 0 when they agree or only one is
+  // given. Check rule "layout.seq-length-mismatch" reports it.
+  std::int64_t written_model_seq_length = 0;
   bool overlap_moe_expert_parallel_comm = false;
   bool tp_comm_overlap = false;
   // Pipeline send/recv batched on the pipeline group (MCore ModelParallelConfig
