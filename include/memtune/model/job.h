@@ -323,6 +323,10 @@ struct Fsdp2Config {
 // memtune.versions: versions of the libraries the run uses, where memory depends on them.
 struct VersionsConfig {
   std::string nccl;  // "MAJOR.MINOR[.PATCH]"; "" = 2.27.7 (docs/non-pytorch.md)
+  // Megatron-Core "MAJOR.MINOR[.PATCH]" the run used; "" = the newest (Megatron-LM
+  // d98e8a64). --mode megatron-lm follows the theoretical_memory_usage.py of that version
+  // (docs/estimator-compat.md "Versions").
+  std::string megatron_core;
 
   bool operator==(const VersionsConfig&) const = default;
 };
