@@ -128,6 +128,11 @@ struct ModelBase {
   bool add_bias_linear = true;
   bool add_qkv_bias = false;
   bool qk_layernorm = false;
+  // Gemma 2 / 3: an RMSNorm on the outputs of linear_proj and linear_fc2 (Bridge
+  // gemma2_layer_spec / gemma3_layer_spec: TERowParallelLinearLayerNorm's post_layernorm).
+  bool sublayer_post_norms = false;
+  // Gemma 2: logits = cap * tanh(logits / cap) (Bridge Gemma2OutputLayer); unset = none.
+  std::optional<double> final_logit_softcapping;
   double hidden_dropout = 0.1;  // MCore default; Bridge recipes set 0
   double attention_dropout = 0.1;
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
