@@ -211,7 +211,9 @@ constexpr IgnoredInput kInputs[] = {
      "a custom layer spec: layers may differ from the ones memtune counts",
      "megatron.bridge.models.gpt_provider.default_layer_spec|megatron.bridge.models.gpt_provider."
      "transformer_engine_layer_spec|megatron.bridge.models.gpt_provider.transformer_engine_full_"
-     "layer_spec|megatron.bridge.models.gpt_provider.local_layer_spec"},
+     "layer_spec|megatron.bridge.models.gpt_provider.local_layer_spec|megatron.bridge.models.gemma."
+     "gemma2_provider.gemma2_layer_spec|megatron.bridge.models.gemma.gemma3_provider.gemma3_layer_"
+     "spec"},
     {"model.use_arbitrary_attention_mask", true,
      "a dense [b, 1, s, s] attention mask is passed to attention", ""},
     {"model.use_inference_optimized_layers", false, "inference only", ""},

@@ -71,6 +71,10 @@ TEST(IgnoredFields, BridgeFieldsFallBackToTheFlagOfTheSameName) {
   // A Bridge row wins over the flag family: inference settings do not allocate buffers.
   EXPECT_FALSE(FindIgnoredInput("model.inference_sampling_seed")->memory_relevant);
   EXPECT_STREQ(FindIgnoredInput("logger")->name, "logger");
+  // memtune models the default and the Gemma layer specs: they are inert values.
+  const std::string spec_inert = FindIgnoredInput("model.transformer_layer_spec")->inert;
+  EXPECT_NE(spec_inert.find("gpt_provider.default_layer_spec"), std::string::npos);
+  EXPECT_NE(spec_inert.find("gemma2_provider.gemma2_layer_spec"), std::string::npos);
   EXPECT_EQ(FindIgnoredInput("mixed_precision.no_such_field"), nullptr);
 }
 
