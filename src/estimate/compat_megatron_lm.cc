@@ -1,5 +1,6 @@
 // --mode megatron-lm: maps a job onto Megatron-LM's arguments and reports
 // report_theoretical_memory's numbers as an Estimate (one rank class: pipeline stage 0).
+#include <charconv>
 #include <string>
 
 #include "estimate/compat_common.h"
@@ -9,6 +10,23 @@
 
 namespace memtune::estimate {
 namespace mlm {
+namespace {
+
+// Whether memtune.versions.megatron_core (validated "MAJOR.MINOR[.PATCH]") is before
+// MAJOR.MINOR; false when unset (the newest formula).
+bool McoreBefore(const std::string& version, int major, int minor) {
+  if (version.empty()) return false;
+  int parts[2] = {0, 0};
+  const char* p = version.data();
+  const char* end = p + version.size();
+  for (int& part : parts) {
+    p = std::from_chars(p, end, part).ptr;
+    if (p < end && *p == '.') ++p;
+  }
+  return parts[0] < major || (parts[0] == major && parts[1] < minor);
+}
+
+}  // namespace
 
 Result<Args> ArgsFromJob(const model::Job& job) {
   const model::ModelConfig& m = job.model;
@@ -57,6 +75,7 @@ Result<Args> ArgsFromJob(const model::Job& job) {
   a.moe_shared_expert_gate = m.moe_shared_expert_gate;
   a.mtp_num_layers = m.mtp_num_layers;
   a.rms_norm = m.normalization == model::Normalization::kRMSNorm;
+  a.legacy_norm_count = McoreBefore(job.memtune.versions.megatron_core, 0, 16);
   a.multi_latent_attention = m.multi_latent_attention;
   a.q_lora_rank = m.q_lora_rank;
   a.kv_lora_rank = m.kv_lora_rank;
@@ -87,10 +106,21 @@ Result<Args> ArgsFromJob(const model::Job& job) {
 
 namespace {
 
+// Which upstream formula the figures reproduce (docs/estimator-compat.md "Versions").
+std::string VersionAssumption(const std::string& megatron_core) {
+  if (!mlm::McoreBefore(megatron_core, 0, 16)) {
+    return "Reproduces NVIDIA/Megatron-LM @ d98e8a64 to the byte; other releases' formula can "
+           "differ slightly (docs/estimator-compat.md).";
+  }
+  return "Reproduces Megatron-Core " + megatron_core +
+         " (memtune.versions.megatron_core): NVIDIA/Megatron-LM @ d98e8a64 with the norms "
+         "counted as before 9ad59065 (core 0.16), weight + bias each whatever the "
+         "normalization (docs/estimator-compat.md).";
+}
+
 std::vector<std::string> MegatronLmAssumptions(const model::Job& job, const mlm::Report& report) {
   std::vector<std::string> out = {
-      "Reproduces NVIDIA/Megatron-LM @ d98e8a64 to the byte; other releases' formula can "
-      "differ slightly (docs/estimator-compat.md).",
+      VersionAssumption(job.memtune.versions.megatron_core),
       "Megatron-LM report_theoretical_memory (megatron/training/theoretical_memory_usage.py): "
       "the most-loaded shard is pipeline stage 0, holding 1/PP of the transformer block, the "
       "whole MTP block and one embedding table (both tables when untied and PP = 1).",

@@ -101,8 +101,9 @@ LayerParams ComputeLayerParams(const Args& a) {
   const double moe_ffn = moe ? static_cast<double>(a.moe_ffn_hidden_size) : 0.0;
   const double routed_width =
       a.moe_latent_size.has_value() ? static_cast<double>(*a.moe_latent_size) : h;
-  p.norm_size = a.rms_norm ? 1.0 : 2.0;
-  p.attention = AttentionParams(a, p.norm_size);
+  // 9ad59065 (Megatron-Core 0.16): "RMSNorm does not have bias, but LayerNorm has".
+  p.norm_size = a.legacy_norm_count ? 2.0 : a.rms_norm ? 1.0 : 2.0;
+  p.attention = AttentionParams(a, a.legacy_norm_count ? 1.0 : p.norm_size);
   p.dense_mlp = 2.0 * h * static_cast<double>(a.ffn_hidden_size) * gated;
   p.shared_expert = 2.0 * h * shared_ffn * gated;
   p.routed_expert = 2.0 * routed_width * moe_ffn * experts * gated;

@@ -39,6 +39,10 @@ struct Args {
   bool moe_shared_expert_gate = false;
   std::optional<std::int64_t> mtp_num_layers;
   bool rms_norm = false;  // normalization == "RMSNorm"
+  // Megatron-Core < 0.16 (before 9ad59065, "Fix theoretical memory calculation of
+  // layernorm"): every norm counts a weight and a bias (2 per element) and the MLA q/kv
+  // norms 1, whatever the normalization (memtune.versions.megatron_core).
+  bool legacy_norm_count = false;
   bool multi_latent_attention = false;
   std::optional<std::int64_t> q_lora_rank;
   std::int64_t kv_lora_rank = 512;

@@ -131,6 +131,25 @@ Violations ContextParallelSeqLength(const Job& job) {
       "set seq_length to a multiple of " + Str(multiple) + ", or change context_parallel_size"}};
 }
 
+// Bridge ConfigContainer.validate asserts model.seq_length == dataset.seq_length; dumps of
+// runs that trained disagree, so memtune sizes the tensors by the dataset's (the batches).
+Violations SeqLengthMismatch(const Job& job) {
+  const auto& m = job.model;
+  if (m.written_model_seq_length == 0) return {};
+  return {Violation{{{"model.seq_length", Str(m.written_model_seq_length)},
+                     {"dataset.seq_length", Str(m.seq_length)}},
+                    "dataset.seq_length = " + Str(m.seq_length) +
+                        " does not match "
+                        "model.seq_length = " +
+                        Str(m.written_model_seq_length) +
+                        " (Bridge's ConfigContainer.validate asserts they agree): memtune "
+                        "used the dataset's " +
+                        Str(m.seq_length) + ", the length of the real batches",
+                    "set model.seq_length: " + Str(m.seq_length) +
+                        " (or drop it), or dataset.seq_length to the length the run trains "
+                        "with"}};
+}
+
 constexpr Rule kRules[] = {
     {{"layout.positive-sizes", Severity::kError, RuleScope::kAll,
       "parallel sizes, batch sizes, layer/head counts and seq_length are >= 1",
@@ -138,11 +157,13 @@ constexpr Rule kRules[] = {
      PositiveSizes},
     {{"layout.world-size", Severity::kError, RuleScope::kAll,
       "world_size % (TP*PP*CP) == 0 (data parallel size is an integer)",
-      "change world_size or TP/PP/CP", "Bridge ConfigContainer.get_data_parallel_size", kBlocksEstimate},
+      "change world_size or TP/PP/CP", "Bridge ConfigContainer.get_data_parallel_size",
+      kBlocksEstimate},
      WorldSize},
     {{"layout.global-batch", Severity::kError, RuleScope::kAll,
       "global_batch_size % (micro_batch_size * DP) == 0",
-      "set global_batch_size to a multiple of MBS*DP", "MCore num_microbatches_calculator", kBlocksEstimate},
+      "set global_batch_size to a multiple of MBS*DP", "MCore num_microbatches_calculator",
+      kBlocksEstimate},
      GlobalBatch},
     {{"layout.sp-needs-tp", Severity::kError, RuleScope::kMegatron,
       "sequence_parallel requires tensor_model_parallel_size > 1",
@@ -158,6 +179,10 @@ constexpr Rule kRules[] = {
       "CP > 1 requires seq_length % (2*CP) == 0", "change seq_length or context_parallel_size",
       kBridge, kBlocksEstimate},
      ContextParallelSeqLength},
+    {{"layout.seq-length-mismatch", Severity::kWarning, RuleScope::kMegatron,
+      "model.seq_length == dataset.seq_length (memtune uses the dataset's)",
+      "give one sequence length", kBridge},
+     SeqLengthMismatch},
 };
 
 }  // namespace

@@ -221,6 +221,65 @@ Status ApplyGptOss(const HfReader& hf, YAML::Node& out) {
   return OkStatus();
 }
 
+// transformers' Gemma2Config / Gemma3TextConfig defaults for the keys the model mapping
+// reads: real Gemma 3 config.json files leave most of text_config at them.
+json GemmaDefaults(const std::string& type) {
+  json d = {{"vocab_size", 256000},
+            {"hidden_size", 2304},
+            {"intermediate_size", 9216},
+            {"num_hidden_layers", 26},
+            {"num_attention_heads", 8},
+            {"num_key_value_heads", 4},
+            {"head_dim", 256},
+            {"hidden_activation", "gelu_pytorch_tanh"},
+            {"max_position_embeddings", 8192},
+            {"tie_word_embeddings", true}};
+  if (type == "gemma2") {
+    d["final_logit_softcapping"] = 30.0;
+  } else {
+    d["vocab_size"] = 262208;
+    d["max_position_embeddings"] = 131072;
+  }
+  return d;
+}
+
+// Gemma 2 and 3 (`gemma3` nests the text model in text_config): the config with the
+// transformers defaults filled in, and the top-level dtype carried into text_config.
+Result<json> GemmaConfig(const json& root, const std::string& type, std::string_view field) {
+  json config = root;
+  if (type == "gemma3") {
+    if (!root.contains("text_config") || !root["text_config"].is_object()) {
+      return InvalidInput(std::string(field) + ".text_config",
+                          "is required for model_type 'gemma3' (its text model)");
+    }
+    config = root["text_config"];
+    for (const char* key : {"torch_dtype", "dtype"}) {
+      if (!config.contains(key) && root.contains(key)) config[key] = root[key];
+    }
+  }
+  const json defaults = GemmaDefaults(type);
+  for (const auto& [key, value] : defaults.items()) {
+    if (!config.contains(key)) config[key] = value;
+  }
+  return config;
+}
+
+// gemma/gemma2_provider.py and gemma3_provider.py: post norms after linear_proj and
+// linear_fc2 (TERowParallelLinearLayerNorm), no biases, tied embeddings; Gemma 3 adds q/k
+// norms (TENorm over the head dim); Gemma 2 soft-caps the final logits (Gemma2OutputLayer).
+// Attention-logit soft-capping, query_pre_attn_scalar and the sliding window change no
+// saved tensor: FlexAttention (Gemma 2) and TE's flash kernels (Gemma 3) apply them inside
+// the kernel and keep only the output and the softmax statistics.
+Status ApplyGemma2Family(const HfReader& hf, const std::string& type, YAML::Node& out) {
+  out["sublayer_post_norms"] = true;
+  out["add_bias_linear"] = false;
+  out["add_qkv_bias"] = false;
+  out["qk_layernorm"] = type != "gemma2";
+  MEMTUNE_TRY(const double cap, hf.Number("final_logit_softcapping", 0.0));
+  if (cap > 0) out["final_logit_softcapping"] = ShortestNumberNode(cap);
+  return OkStatus();
+}
+
 Result<json> ParseJson(std::string_view text, std::string_view field) {
   try {
     return json::parse(text.begin(), text.end());
@@ -232,8 +291,8 @@ Result<json> ParseJson(std::string_view text, std::string_view field) {
 }  // namespace
 
 std::vector<std::string> SupportedHfModelTypes() {
-  return {"deepseek_v3", "gemma", "gpt_oss", "llama", "mistral",
-          "mixtral",     "phi3",  "qwen2",   "qwen3", "qwen3_moe"};
+  return {"deepseek_v3", "gemma",   "gemma2", "gemma3", "gemma3_text", "gpt_oss",  "llama",
+          "mistral",     "mixtral", "phi3",   "qwen2",  "qwen3",       "qwen3_moe"};
 }
 
 Result<YAML::Node> HfConfigToModelNode(std::string_view json_text, std::string_view field) {
@@ -248,6 +307,13 @@ Result<YAML::Node> HfConfigToModelNode(std::string_view json_text, std::string_v
     return Unsupported(hf.Path("model_type"), "model_type '" + type + "' is not supported", hint);
   }
   YAML::Node out(YAML::NodeType::Map);
+  if (type == "gemma2" || type == "gemma3" || type == "gemma3_text") {
+    MEMTUNE_TRY(const json config, GemmaConfig(root, type, field));
+    const HfReader text(config, type == "gemma3" ? std::string(field) + ".text_config" : field);
+    MEMTUNE_RETURN_IF_ERROR(MapCommon(text, out, false, true));
+    MEMTUNE_RETURN_IF_ERROR(ApplyGemma2Family(text, type, out));
+    return out;
+  }
   // transformers' GemmaConfig ties the embeddings by default; the others do not.
   MEMTUNE_RETURN_IF_ERROR(MapCommon(hf, out, type == "gpt_oss", type == "gemma"));
   if (type.rfind("qwen", 0) == 0) ApplyQwen(type, out);

@@ -119,12 +119,13 @@ Result<YAML::Node> StartFromRecipe(const YAML::Node& root,
   return base;
 }
 
-// The value at a dotted document path, or an undefined node.
+// The value at a dotted document path, or an undefined node. (reset, not operator=:
+// yaml-cpp's assignment would write node[part] into the tree `node` refers to.)
 YAML::Node ValueAt(const YAML::Node& root, const std::string& path) {
   YAML::Node node = root;
   for (const std::string& part : SplitPath(path)) {
     if (!node.IsMap() || !node[part]) return YAML::Node(YAML::NodeType::Undefined);
-    node = node[part];
+    node.reset(node[part]);
   }
   return node;
 }
@@ -137,14 +138,34 @@ bool IsSet(const YAML::Node& value) {
   return !(text.empty() || text == "false" || text == "False" || text == "0");
 }
 
+// Whether a Bridge value is one of the entry's inert values ("1.0|1"); a map in Bridge's
+// instantiation form is compared by its _target_ ("torch.float32").
+bool IsInert(const YAML::Node& value, const IgnoredInput& entry) {
+  std::string text;
+  if (value.IsScalar()) text = value.Scalar();
+  if (value.IsMap() && value["_target_"] && value["_target_"].IsScalar()) {
+    text = value["_target_"].Scalar();
+  }
+  if (text.empty()) return false;
+  const std::string inert = std::string("|") + entry.inert + "|";
+  return inert.size() > 2 && inert.find("|" + text + "|") != std::string::npos;
+}
+
+// Whether a Bridge field's value changes memory: a set value that is not inert, or, for
+// the negation of a flag (model.bias_dropout_fusion), a false one.
+bool ChangesMemory(const YAML::Node& value, const IgnoredMatch& match) {
+  if (match.negated) return value.IsDefined() && !value.IsNull() && !IsSet(value);
+  return IsSet(value) && !IsInert(value, *match.entry);
+}
+
 // ignored_fields.h: an ignored input that changes memory is a visible warning (a Bridge
-// field only when it is set: dumps list every field, mostly at their off defaults).
+// field only when its value does: dumps list every field, mostly at their defaults).
 void WarnMemoryRelevantIgnored(const YAML::Node& root, JobDocument& doc) {
   for (const std::string& name : doc.ignored_fields) {
-    const IgnoredInput* entry = FindIgnoredInput(name);
-    if (entry == nullptr || !entry->memory_relevant) continue;
-    if (name.rfind("--", 0) != 0 && !IsSet(ValueAt(root, name))) continue;
-    doc.warnings.push_back(name + " is not modelled: " + entry->effect +
+    const IgnoredMatch match = ClassifyIgnored(name);
+    if (match.entry == nullptr || !match.entry->memory_relevant) continue;
+    if (name.rfind("--", 0) != 0 && !ChangesMemory(ValueAt(root, name), match)) continue;
+    doc.warnings.push_back(name + " is not modelled: " + match.entry->effect +
                            "; memtune's figures leave it out (docs/ignored-fields.md)");
   }
 }

@@ -12,7 +12,7 @@ namespace {
 constexpr std::int64_t kBridgeDefaultSeqTokens = 1024;
 
 // model.seq_length and dataset.seq_length should agree (Bridge ConfigContainer.validate
-// asserts it); when both are given and differ, the dataset's wins with a warning. A value
+// asserts it); when both are given and differ, the dataset's wins (a `check` finding). A value
 // from model.preset / hf_config is not explicit: the dataset's wins silently.
 Status ResolveSeqLength(const YAML::Node& dataset, ParseContext& ctx) {
   YAML::Node ds;
@@ -33,15 +33,10 @@ Status ResolveSeqLength(const YAML::Node& dataset, ParseContext& ctx) {
     return OkStatus();
   }
   const std::int64_t ds_tokens = ds.as<std::int64_t>();  // validated by the dataset table
-  if (model_explicit && m.seq_length != ds_tokens) {
-    // Bridge's ConfigContainer.validate asserts they agree, yet real dumps of runs that
-    // trained disagree; the batches the dataset yields are what the tensors are sized by.
-    ctx.Warn("dataset.seq_length = " + std::to_string(ds_tokens) +
-             " does not match model.seq_length = " + std::to_string(m.seq_length) +
-             " (Bridge's ConfigContainer.validate asserts they agree): memtune uses the "
-             "dataset's " +
-             std::to_string(ds_tokens) + ", the length of the real batches");
-  }
+  // Bridge's ConfigContainer.validate asserts they agree, yet real dumps of runs that
+  // trained disagree: the batches the dataset yields are what the tensors are sized by.
+  // The check rule layout.seq-length-mismatch reports it.
+  m.written_model_seq_length = model_explicit && m.seq_length != ds_tokens ? m.seq_length : 0;
   m.seq_length = ds_tokens;
   ctx.present.insert("model.seq_length");
   ctx.doc.defaulted_fields.erase("model.seq_length");

@@ -237,8 +237,26 @@ Status CheckTopLevel(const YAML::Node& root, ParseContext& ctx) {
   return OkStatus();
 }
 
+// A Bridge dump of a Gemma 2 / 3 model names its layer spec (transformer_layer_spec:
+// {_target_: megatron.bridge.models.gemma.gemma2_provider.gemma2_layer_spec}), whose
+// linear_proj and linear_fc2 carry post norms: sublayer_post_norms, unless the job says.
+void ReadGemmaLayerSpec(const YAML::Node& model, ParseContext& ctx) {
+  if (!model || !model.IsMap() || model["sublayer_post_norms"]) return;
+  YAML::Node spec = model["transformer_layer_spec"];
+  if (spec && spec.IsMap()) spec = spec["_target_"];
+  if (!spec || !spec.IsScalar()) return;
+  const std::string& target = spec.Scalar();
+  for (const std::string_view name : {"gemma2_layer_spec", "gemma3_layer_spec"}) {
+    if (target.size() >= name.size() &&
+        target.compare(target.size() - name.size(), name.size(), name) == 0) {
+      ctx.spec.model.sublayer_post_norms = true;
+    }
+  }
+}
+
 Status ReadSections(const YAML::Node& root, const ParseOptions& options, ParseContext& ctx) {
   MEMTUNE_RETURN_IF_ERROR(ReadModel(root["model"], options, ctx));
+  ReadGemmaLayerSpec(root["model"], ctx);
   MEMTUNE_RETURN_IF_ERROR(ReadSection(root["train"], TrainTable(), ctx));
   MEMTUNE_RETURN_IF_ERROR(ReadSection(root["optimizer"], OptimizerTable(), ctx));
   MEMTUNE_RETURN_IF_ERROR(ReadSection(root["ddp"], DdpTable(), ctx));
@@ -276,6 +294,21 @@ Result<JobDocument> ParseJobNode(const YAML::Node& root, const ParseOptions& opt
   ListMemoryDefaults(ctx);
   ctx.doc.spec = std::move(ctx.spec);
   return std::move(ctx.doc);
+}
+
+bool IsReadBridgeField(const std::string& path) {
+  const std::size_t dot = path.find('.');
+  if (dot == std::string::npos) return false;
+  const std::string section = path.substr(0, dot);
+  const std::string field = path.substr(dot + 1);
+  if (section == "mixed_precision") return IsMixedPrecisionField(field);
+  const std::pair<const char*, const SectionSpec& (*)()> kTables[] = {
+      {"model", ModelTable}, {"train", TrainTable},     {"optimizer", OptimizerTable},
+      {"ddp", DdpTable},     {"dataset", DatasetTable}, {"peft", PeftTable}};
+  for (const auto& [name, table] : kTables) {
+    if (section == name) return FindField(table(), field) != nullptr;
+  }
+  return false;
 }
 
 }  // namespace internal

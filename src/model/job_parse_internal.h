@@ -46,6 +46,14 @@ Status ApplyCommOverlap(const YAML::Node& node, ParseContext& ctx);
 // document field its setup() will override. (job_precision.cc)
 Status ApplyMixedPrecision(const YAML::Node& node, ParseContext& ctx);
 
+// Whether memtune reads a MixedPrecisionConfig field ("fp8_recipe"; "preset" too).
+// (job_precision.cc)
+bool IsMixedPrecisionField(const std::string& name);
+
+// Whether memtune reads a Bridge field ("model.num_layers", "mixed_precision.fp8"): the
+// section tables and the mixed-precision fields; every other field is ignored.
+bool IsReadBridgeField(const std::string& path);
+
 // Bridge's MixedPrecisionConfig.finalize() and setup(): copies `mp` onto the precision
 // fields of model, optimizer and ddp. (job_precision.cc; used by ResolveJob)
 void SetupPrecision(MixedPrecisionConfig mp, ModelBase& model, Dtype& pipeline_dtype,

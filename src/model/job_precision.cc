@@ -408,6 +408,11 @@ Status ApplyMixedPrecision(const YAML::Node& node, ParseContext& ctx) {
   return OkStatus();
 }
 
+bool IsMixedPrecisionField(const std::string& name) {
+  const std::vector<std::string> known = KnownMpNames();
+  return std::find(known.begin(), known.end(), name) != known.end();
+}
+
 }  // namespace internal
 
 Result<MixedPrecisionSpec> MixedPrecisionPreset(std::string_view name) {

@@ -179,6 +179,10 @@ std::vector<FieldSpec> ArchitectureFields() {
       Memory(m.Bool("add_bias_linear", &ModelConfig::add_bias_linear), "MCore TransformerConfig"),
       Memory(m.Bool("add_qkv_bias", &ModelConfig::add_qkv_bias), "MCore TransformerConfig"),
       Memory(m.Bool("qk_layernorm", &ModelConfig::qk_layernorm), "MCore TransformerConfig"),
+      // Gemma 2 / 3 (Bridge gemma2_layer_spec / gemma3_layer_spec, Gemma2ModelProvider);
+      // off in GPTModelProvider's spec, so not listed among the memory defaults.
+      m.Bool("sublayer_post_norms", &ModelConfig::sublayer_post_norms),
+      m.OptDouble("final_logit_softcapping", &ModelConfig::final_logit_softcapping, 0, 1e9),
       Memory(m.Double("hidden_dropout", &ModelConfig::hidden_dropout, 0, 1),
              "MCore TransformerConfig"),
       Memory(m.Double("attention_dropout", &ModelConfig::attention_dropout, 0, 1),

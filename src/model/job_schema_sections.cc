@@ -324,7 +324,10 @@ FieldSpec VersionField(const char* name, std::string VersionsConfig::*member) {
 }
 
 SectionSpec BuildVersions() {
-  return {"memtune.versions", {VersionField("nccl", &VersionsConfig::nccl)}, true};
+  return {"memtune.versions",
+          {VersionField("nccl", &VersionsConfig::nccl),
+           VersionField("megatron_core", &VersionsConfig::megatron_core)},
+          true};
 }
 
 SectionSpec BuildMemtune() {

@@ -53,6 +53,7 @@ constexpr KnownFlag kKnownFlags[] = {
     {"num-query-groups", Arity::kValue},
     {"kv-channels", Arity::kValue},
     {"seq-length", Arity::kValue},
+    {"encoder-seq-length", Arity::kValue},
     {"max-position-embeddings", Arity::kValue},
     {"swiglu", Arity::kSwitch},
     {"squared-relu", Arity::kSwitch},
@@ -281,6 +282,14 @@ class Collector {
 };
 
 }  // namespace
+
+namespace internal {
+
+bool IsReadMegatronFlag(std::string_view flag) {
+  return flag.rfind("--", 0) == 0 && FindFlag(flag.substr(2)) != nullptr;
+}
+
+}  // namespace internal
 
 Result<MegatronArgsJob> MegatronArgsToJobNode(std::string_view command_line) {
   MEMTUNE_TRY(const std::vector<std::string> words, SplitShellWords(command_line));

@@ -59,5 +59,8 @@ struct MegatronFlags {
 // Builds the job document from collected flags (megatron_args_build.cc).
 Result<YAML::Node> BuildMegatronJob(const MegatronFlags& flags);
 
+// Whether memtune reads a Megatron-LM flag ("--num-layers"; the rest go to ignored_flags).
+bool IsReadMegatronFlag(std::string_view flag);
+
 }  // namespace internal
 }  // namespace memtune::model

@@ -245,7 +245,8 @@ Status Parallel(const FlagReader& r, YAML::Node& m) {
   if (!m["tensor_model_parallel_size"] || m["tensor_model_parallel_size"].as<std::int64_t>() == 1) {
     m.remove("sequence_parallel");
   }
-  return CopyInt(r, m, "seq-length", "seq_length");
+  // arguments.py validate_args: without --seq-length, seq_length = encoder_seq_length.
+  return CopyInt(r, m, r.Value("seq-length") ? "seq-length" : "encoder-seq-length", "seq_length");
 }
 
 // --recompute-activations is selective recompute (validate_args).

@@ -76,6 +76,13 @@ void AddNorm(ParamTensorSink& out, const ModelConfig& m, std::int64_t width,
 std::int64_t FfnMultiplier(const ModelConfig& m) { return m.gated_linear_unit ? 2 : 1; }
 
 // MCore attention.py SelfAttention: linear_qkv out = (a + 2g) * d, bias iff
+// Bridge te_layers.py TERowParallelLinearLayerNorm: a TENorm on the row-parallel output,
+// `<linear>.post_layernorm` (Gemma 2 / 3), replicated over TP like every norm.
+void AddPostNorm(ParamTensorSink& out, const ModelConfig& m, const char* weight_name,
+                 const char* bias_name) {
+  if (m.sublayer_post_norms) AddNorm(out, m, m.hidden_size, weight_name, bias_name);
+}
+
 // add_bias_linear or add_qkv_bias; q/k layernorm over the head dim.
 void AddSelfAttention(ParamTensorSink& out, const ModelConfig& m) {
   const std::int64_t h = m.hidden_size;
@@ -129,6 +136,8 @@ void AddAttentionOutput(ParamTensorSink& out, const ModelConfig& m) {
   const std::int64_t a = m.num_attention_heads;
   const std::int64_t in = m.multi_latent_attention ? a * m.v_head_dim : a * EffectiveKvChannels(m);
   out.Add(Linear("self_attention.linear_proj.weight", in, m.hidden_size, TpSplit::kRow));
+  AddPostNorm(out, m, "self_attention.linear_proj.post_layernorm.weight",
+              "self_attention.linear_proj.post_layernorm.bias");
   if (m.add_bias_linear) {
     out.Add(Bias("self_attention.linear_proj.bias", m.hidden_size, TpSplit::kReplicated));
   }
@@ -145,6 +154,7 @@ void AddDenseMlp(ParamTensorSink& out, const ModelConfig& m) {
   out.Add(Linear("mlp.linear_fc1.weight", h, fc1, TpSplit::kColumn));
   if (m.add_bias_linear) out.Add(Bias("mlp.linear_fc1.bias", fc1, TpSplit::kColumn));
   out.Add(Linear("mlp.linear_fc2.weight", EffectiveFfnHiddenSize(m), h, TpSplit::kRow));
+  AddPostNorm(out, m, "mlp.linear_fc2.post_layernorm.weight", "mlp.linear_fc2.post_layernorm.bias");
   if (m.add_bias_linear) out.Add(Bias("mlp.linear_fc2.bias", h, TpSplit::kReplicated));
 }
 

@@ -47,6 +47,9 @@ constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
     {"act.shared_fc2_in", "shared-expert linear_fc2 input"},
     {"act.lora_input", "LoRA-A inputs (SP-gathered norm output unless re-gather applies)"},
     {"act.lora_hidden", "LoRA-A outputs (rank-dim activations) saved by LoRA-B"},
+    {"act.post_norm_input",
+     "linear_proj and linear_fc2 outputs saved by their post norms (Gemma "
+     "TERowParallelLinearLayerNorm)"},
     {"act.checkpoint_input", "full recompute: inputs of the checkpointed layers"},
 };
 
@@ -316,6 +319,7 @@ ActContext MakeActContext(const model::Job& job) {
            m.position_embedding_type == model::PositionEmbedding::kYarn ||
            m.position_embedding_type == model::PositionEmbedding::kMrope;
   c.gqa = g < m.num_attention_heads;
+  c.post_norms = m.sublayer_post_norms;
   FillUnfusedAttention(job, c);
   c.fp8 = m.fp8 != model::Fp8Format::kNone;
   c.fp8_delayed = m.fp8_recipe == model::Fp8Recipe::kDelayed;
@@ -358,6 +362,9 @@ ActBytes LayerActivations(const ActContext& c, bool moe_layer, bool fp8_layer) {
     FillDenseMlp(c, fp8_layer, a);
   }
   FillLora(c, moe_layer, fp8_layer, a);
+  // Bridge te_layers.py TERowParallelLinearLayerNorm: TE's norm keeps its input, the
+  // row-parallel output (local shard under SP), after attention and after the MLP.
+  if (c.post_norms) a[kPostNormInput] = 2 * c.act_bytes * c.h / c.hid_div;
   for (auto& bytes : a) bytes *= c.tokens;
   return a;
 }

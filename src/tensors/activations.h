@@ -37,6 +37,7 @@ enum ActTensor : int {
   kSharedFc2In,       // shared-expert linear_fc2 input
   kLoraInput,         // LoRA-A inputs the frozen base does not keep (gathered SP input)
   kLoraHidden,        // LoRA-A outputs (rank-`dim` activations)
+  kPostNormInput,     // Gemma 2/3: linear_proj and linear_fc2 outputs, saved by their post norms
   kCheckpointInput,   // full recompute: the checkpointed unit's input
   kNumActTensors,
 };
@@ -80,6 +81,7 @@ struct ActContext {
   bool unfused_attn = false;
   bool local_attn = false;  // MCore DotProductAttention (its persistent score buffer)
   bool rope = false;        // RoPE rotates q and k into new tensors
+  bool post_norms = false;  // model.sublayer_post_norms (Gemma 2/3)
   bool gqa = false;         // fewer KV groups than heads (q is a reshape copy;
                             // unfused attention repeats k and v to every head)
   std::int64_t seq_k = 0;   // keys each query attends to (s / CP)

@@ -56,6 +56,10 @@ Status CheckModelled(const model::Job& job) {
   if (m.add_bias_linear) return llama_only("model.add_bias_linear", "true");
   if (m.add_qkv_bias) return llama_only("model.add_qkv_bias", "true");
   if (m.qk_layernorm) return llama_only("model.qk_layernorm", "true");
+  if (m.sublayer_post_norms) return llama_only("model.sublayer_post_norms", "true");
+  if (m.final_logit_softcapping.value_or(0) > 0) {
+    return llama_only("model.final_logit_softcapping", "set");
+  }
   // torchtitan's TP plan splits heads, KV heads and the FFN across TP ranks evenly
   // (Attention.forward views the local wq/wk/wv outputs as whole heads).
   const std::int64_t tp = std::max(1, m.tensor_model_parallel_size);

@@ -55,6 +55,11 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
                        m.cross_entropy_fusion_impl == model::CrossEntropyFusionImpl::kTe;
   const int kept_bytes = te_loss ? f.act.act_bytes : 4;
   f.logits_per_mb = kept_bytes * vocab_per_rank * tokens * logit_sets;
+  // Bridge gemma2_provider.py logit_softcapping: cap * tanh(logits / cap); tanh saves its
+  // output (the activation dtype) for backward, one more logits-sized tensor per set.
+  if (m.final_logit_softcapping.value_or(0) > 0) {
+    f.logits_per_mb += std::int64_t{f.act.act_bytes} * vocab_per_rank * tokens * logit_sets;
+  }
   // fusions/fused_cross_entropy.py runs its steps through jit_fuser (torch.compile, jit.py):
   // the in-place updates of its inputs (the fp32 logits in forward, the saved softmax in
   // backward) become a computed fp32 buffer copied back, so the native fused loss holds one

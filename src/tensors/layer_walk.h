@@ -106,6 +106,7 @@ typename Exec::Handle LayerForward(const LayerSizes& z, const LayerShape& s, Lay
   const Handle proj_rs = fwd(kFwdProjScatter);
   if (s.sp) x.Free(std::exchange(proj, Exec::kNone));
   save(kAttnDropoutMask);
+  save(kPostNormInput);
   save(kLn2Input);
   x.Free(proj);
   x.Free(proj_rs);
@@ -226,7 +227,8 @@ typename Exec::Handle LayerBackward(const LayerSizes& z, const LayerShape& s,
   x.Free(dgrad);
   x.Free(attn_rs);
   x.Free(mid);
-  for (int slot : {kLn1Input, kAttnDropoutMask, kLoraInput, kLoraHidden, kCheckpointInput})
+  for (int slot :
+       {kLn1Input, kAttnDropoutMask, kLoraInput, kLoraHidden, kPostNormInput, kCheckpointInput})
     x.Release(slot);
   for (Handle h : replay) x.Free(h);
   return grad_in;

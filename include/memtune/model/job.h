@@ -128,6 +128,11 @@ struct ModelBase {
   bool add_bias_linear = true;
   bool add_qkv_bias = false;
   bool qk_layernorm = false;
+  // Gemma 2 / 3: an RMSNorm on the outputs of linear_proj and linear_fc2 (Bridge
+  // gemma2_layer_spec / gemma3_layer_spec: TERowParallelLinearLayerNorm's post_layernorm).
+  bool sublayer_post_norms = false;
+  // Gemma 2: logits = cap * tanh(logits / cap) (Bridge Gemma2OutputLayer); unset = none.
+  std::optional<double> final_logit_softcapping;
   double hidden_dropout = 0.1;  // MCore default; Bridge recipes set 0
   double attention_dropout = 0.1;
   PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
@@ -172,6 +177,10 @@ struct ModelBase {
   std::optional<int> num_layers_in_last_pipeline_stage;
   std::string pipeline_model_parallel_layout;  // "" = none
   std::int64_t seq_length = 0;
+  // model.seq_length as the job wrote it when dataset.seq_length differs (seq_length is
+  // the dataset's, the length of the real batches); 0 when they agree or only one is
+  // given. Check rule "layout.seq-length-mismatch" reports it.
+  std::int64_t written_model_seq_length = 0;
   bool overlap_moe_expert_parallel_comm = false;
   bool tp_comm_overlap = false;
   // Pipeline send/recv batched on the pipeline group (MCore ModelParallelConfig
@@ -323,6 +332,10 @@ struct Fsdp2Config {
 // memtune.versions: versions of the libraries the run uses, where memory depends on them.
 struct VersionsConfig {
   std::string nccl;  // "MAJOR.MINOR[.PATCH]"; "" = 2.27.7 (docs/non-pytorch.md)
+  // Megatron-Core "MAJOR.MINOR[.PATCH]" the run used; "" = the newest (Megatron-LM
+  // d98e8a64). --mode megatron-lm follows the theoretical_memory_usage.py of that version
+  // (docs/estimator-compat.md "Versions").
+  std::string megatron_core;
 
   bool operator==(const VersionsConfig&) const = default;
 };

@@ -280,6 +280,36 @@ TEST(MegatronLmJobTest, MapsTheJobOntoUpstreamArguments) {
   EXPECT_EQ(args->data_parallel_size, 32);
 }
 
+// memtune.versions.megatron_core < 0.16: theoretical_memory_usage.py before 9ad59065 counted
+// every norm as weight + bias (2 per element) and the MLA q/kv norms as 1, so an RMSNorm
+// model has h * (2L + 1) parameters more (2h per layer, h in the final norm).
+TEST(MegatronLmJobTest, MegatronCoreBefore016CountsNormsAsLayerNorm) {
+  model::Job job = BaseJob();
+  job.model.num_moe_experts.reset();
+  auto newest = ArgsFromJob(job);
+  ASSERT_TRUE(newest.has_value());
+  EXPECT_FALSE(newest->legacy_norm_count);
+  for (const char* version : {"0.16", "0.16.0", "0.19.0", "1.0"}) {
+    job.memtune.versions.megatron_core = version;
+    EXPECT_FALSE(ArgsFromJob(job)->legacy_norm_count) << version;
+  }
+  for (const char* version : {"0.15.3", "0.15", "0.9.0"}) {
+    job.memtune.versions.megatron_core = version;
+    EXPECT_TRUE(ArgsFromJob(job)->legacy_norm_count) << version;
+  }
+  auto legacy = ArgsFromJob(job);
+  const auto before = ComputeWeightAndOptimizerMemory(*legacy);
+  const auto after = ComputeWeightAndOptimizerMemory(*newest);
+  ASSERT_TRUE(before.has_value() && after.has_value());
+  EXPECT_EQ(before->total_parameters - after->total_parameters, 8 * (2 * 2 + 1));
+  // LayerNorm already counted weight + bias: the two versions agree.
+  job.model.normalization = model::Normalization::kLayerNorm;
+  const auto layer_norm_legacy = ComputeWeightAndOptimizerMemory(*ArgsFromJob(job));
+  job.memtune.versions.megatron_core = "";
+  const auto layer_norm_newest = ComputeWeightAndOptimizerMemory(*ArgsFromJob(job));
+  EXPECT_EQ(layer_norm_legacy->total_parameters, layer_norm_newest->total_parameters);
+}
+
 TEST(MegatronLmJobTest, EstimateFillsTheReport) {
   model::Job job = BaseJob();
   job.model.recompute_granularity = model::RecomputeGranularity::kSelective;

@@ -3,7 +3,9 @@
 // the documented relation to it).
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "memtune/model/catalog.h"
@@ -47,6 +49,14 @@ TEST(CatalogCountTest, RequiredExactCountsThroughTheParser) {
     ASSERT_TRUE(doc.has_value()) << name;
     EXPECT_EQ(Count(doc->job), count) << name;
   }
+}
+
+// A config.json of tests/data/hf/ (written in the shape of the public checkpoints').
+std::string HfFile(const std::string& name) {
+  std::ifstream in(std::string(MEMTUNE_SOURCE_DIR) + "/tests/data/hf/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 // Minimal config.json texts with the real checkpoints' architecture fields.
@@ -121,8 +131,35 @@ const std::map<std::string, std::pair<std::string, std::int64_t>>& HfCases() {
                      "num_local_experts": 128, "rope_scaling": {"rope_type": "yarn"},
                      "sliding_window": 128, "vocab_size": 201088})",
         116'829'156'672}},
+      {"gemma2", {HfFile("gemma-2-9b.json"), 9'241'705'984}},
+      {"gemma3", {HfFile("gemma-3-4b.json"), 3'880'263'168}},
+      {"gemma3_text", {HfFile("gemma-3-1b.json"), 999'885'952}},
   };
   return cases;
+}
+
+// Gemma 2 / 3: 4 norms a layer (pre and post each sub-layer), head_dim 256 (128 for the
+// 27B models) independent of hidden / heads, q/k norms in Gemma 3, tied embeddings, GeGLU.
+// Gemma 2 and Gemma 3 1B are the published checkpoint totals; Gemma 3 4B/12B/27B are the
+// text model of a multimodal checkpoint (its published total adds the SigLIP tower).
+TEST(CatalogCountTest, GemmaConfigsCountTheirArchitecture) {
+  for (const auto& [file, expected] : {std::pair{"gemma-2-2b.json", 2'614'341'888LL},
+                                       {"gemma-2-9b.json", 9'241'705'984LL},
+                                       {"gemma-2-27b.json", 27'227'128'320LL},
+                                       {"gemma-3-1b.json", 999'885'952LL},
+                                       {"gemma-3-4b.json", 3'880'263'168LL},
+                                       {"gemma-3-12b.json", 11'766'034'176LL},
+                                       {"gemma-3-27b.json", 27'009'346'304LL}}) {
+    SCOPED_TRACE(file);
+    auto doc = ParseWithFiles("model: {hf_config: config.json}\n", {{"config.json", HfFile(file)}});
+    ASSERT_TRUE(doc.has_value()) << doc.error().Describe() << "; " << doc.error().hint;
+    EXPECT_EQ(Count(doc->job), expected);
+    EXPECT_TRUE(doc->job.model.sublayer_post_norms);
+    EXPECT_TRUE(doc->job.model.share_embeddings_and_output_weights);
+    EXPECT_EQ(doc->job.model.qk_layernorm, std::string(file).find("gemma-3") == 0);
+    EXPECT_EQ(doc->job.model.final_logit_softcapping.has_value(),
+              std::string(file).find("gemma-2") == 0);
+  }
 }
 
 TEST(CatalogCountTest, EveryHfModelTypeThroughTheParser) {

@@ -50,6 +50,7 @@ const std::map<std::string, FailingCase>& Cases() {
          j.model.context_parallel_size = 2;
          j.model.seq_length = 4098;
        }}},
+      {"layout.seq-length-mismatch", {[](Job& j) { j.model.written_model_seq_length = 8192; }}},
       {"heads.tp-divides-heads", {[](Job& j) {
          j.model.tensor_model_parallel_size = 8;
          j.model.num_attention_heads = 60;

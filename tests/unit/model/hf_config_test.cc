@@ -244,8 +244,27 @@ TEST(HfConfigTest, UnsupportedModelTypeListsTheSupportedOnes) {
   EXPECT_EQ(node.error().Describe(),
             "model.hf_config.model_type: model_type 'bert' is not supported");
   EXPECT_EQ(node.error().hint,
-            "supported: deepseek_v3, gemma, gpt_oss, llama, mistral, mixtral, phi3, qwen2, qwen3, "
-            "qwen3_moe");
+            "supported: deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt_oss, llama, mistral, "
+            "mixtral, phi3, qwen2, qwen3, qwen3_moe");
+}
+
+// gemma3 nests the text model in text_config; its absent keys take Gemma3TextConfig's
+// defaults, and the top-level torch_dtype carries in.
+TEST(HfConfigTest, Gemma3ReadsTheNestedTextConfig) {
+  const YAML::Node m = Convert(R"({"model_type": "gemma3", "torch_dtype": "bfloat16",
+      "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34}})");
+  EXPECT_EQ(m["num_attention_heads"].as<int>(), 8);
+  EXPECT_EQ(m["num_query_groups"].as<int>(), 4);
+  EXPECT_EQ(m["kv_channels"].as<int>(), 256);
+  EXPECT_EQ(m["vocab_size"].as<int>(), 262208);
+  EXPECT_EQ(Str(m, "params_dtype"), "bf16");
+  EXPECT_TRUE(m["qk_layernorm"].as<bool>());
+  EXPECT_TRUE(m["sublayer_post_norms"].as<bool>());
+  EXPECT_FALSE(m["final_logit_softcapping"]);
+  auto missing = HfConfigToModelNode(R"({"model_type": "gemma3"})", kField);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().Describe(),
+            "model.hf_config.text_config: is required for model_type 'gemma3' (its text model)");
 }
 
 TEST(HfConfigTest, CloseModelTypeGetsASuggestion) {

@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <string>
 
@@ -130,7 +131,10 @@ TEST(RecipeTest, TheJobAppliesOnTopOfItsRecipe) {
     auto doc = ComposeJob(Inputs("memtune: {recipe: " + name + "}\n"));
     ASSERT_TRUE(doc.has_value()) << name << ": " << doc.error().Describe();
     EXPECT_EQ(doc->job.memtune.recipe, name);
-    EXPECT_EQ(doc->job.model.tensor_model_parallel_size, 4) << name;
+    const YAML::Node recipe = YAML::Load(*RecipeJobYaml(name));
+    EXPECT_EQ(doc->job.model.tensor_model_parallel_size,
+              recipe["model"]["tensor_model_parallel_size"].as<int>())
+        << name;
   }
   auto doc =
       ComposeJob(Inputs("memtune: {recipe: llama3_70b_sft_32gpu_h100_fp8cs_config}\n"

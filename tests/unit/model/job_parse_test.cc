@@ -484,3 +484,24 @@ TEST(JobParseTest, PeftShorthandAndUnsupportedMethod) {
 
 }  // namespace
 }  // namespace memtune::model
+
+namespace memtune::model {
+namespace {
+
+// A Bridge dump names its Gemma layer spec in instantiation form: post norms follow.
+TEST(JobParseTest, GemmaLayerSpecTurnsOnSublayerPostNorms) {
+  const std::string spec =
+      "  transformer_layer_spec: {_target_: "
+      "megatron.bridge.models.gemma.gemma2_provider.gemma2_layer_spec, _call_: false}\n";
+  EXPECT_TRUE(Parse(std::string(kArch) + spec).job.model.sublayer_post_norms);
+  EXPECT_TRUE(Parse(std::string(kArch) +
+                    "  transformer_layer_spec: "
+                    "megatron.bridge.models.gemma.gemma3_provider.gemma3_layer_spec\n")
+                  .job.model.sublayer_post_norms);
+  EXPECT_FALSE(Parse(std::string(kArch) + spec + "  sublayer_post_norms: false\n")
+                   .job.model.sublayer_post_norms);
+  EXPECT_FALSE(Parse(kArch).job.model.sublayer_post_norms);
+}
+
+}  // namespace
+}  // namespace memtune::model

@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "memtune/model/checks.h"
 #include "memtune/model/job_parse.h"
 
 namespace memtune::model {
@@ -256,7 +258,7 @@ TEST(DistributedOptimizerTest, OverlapParamGatherSyncs) {
 }
 
 // Runs that trained have dumps where the two disagree: the dataset's length (the real
-// batches) is used, with a warning that says so.
+// batches) is used, and the check rule layout.seq-length-mismatch says so.
 TEST(SeqLengthTest, DisagreeingLengthsUseTheDatasetsAndSaySo) {
   const std::string text = std::string(
                                "model: {num_layers: 4, hidden_size: 256, num_attention_heads: 8,\n"
@@ -265,11 +267,22 @@ TEST(SeqLengthTest, DisagreeingLengthsUseTheDatasetsAndSaySo) {
   auto doc = ParseJobText(text);
   ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
   EXPECT_EQ(doc->job.model.seq_length, 2048);
-  EXPECT_THAT(doc->warnings,
-              ::testing::Contains(
-                  "dataset.seq_length = 2048 does not match model.seq_length = 4096 (Bridge's "
-                  "ConfigContainer.validate asserts they agree): memtune uses the dataset's 2048, "
-                  "the length of the real batches"));
+  EXPECT_EQ(doc->job.model.written_model_seq_length, 4096);
+  const std::vector<Finding> findings = CheckJob(doc->job);
+  const auto found = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.rule_id == "layout.seq-length-mismatch";
+  });
+  ASSERT_NE(found, findings.end());
+  EXPECT_EQ(found->severity, Severity::kWarning);
+  EXPECT_EQ(found->message,
+            "dataset.seq_length = 2048 does not match model.seq_length = 4096 (Bridge's "
+            "ConfigContainer.validate asserts they agree): memtune used the dataset's 2048, "
+            "the length of the real batches");
+  std::string same = text;
+  same.replace(same.find("4096"), 4, "2048");
+  auto agree = ParseJobText(same);
+  ASSERT_TRUE(agree.has_value()) << agree.error().Describe();
+  EXPECT_EQ(agree->job.model.written_model_seq_length, 0);
 }
 
 TEST(SeqLengthTest, DatasetAloneSetsTheModel) {

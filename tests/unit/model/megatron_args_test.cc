@@ -127,6 +127,14 @@ TEST(MegatronArgsTest, MegatronDefaultsDifferFromBridge) {
   EXPECT_EQ(plain.job["model"]["activation_func"].as<std::string>(), "gelu");
 }
 
+// arguments.py validate_args: without --seq-length, seq_length = encoder_seq_length.
+TEST(MegatronArgsTest, EncoderSeqLengthStandsInForSeqLength) {
+  EXPECT_EQ(Convert("--encoder-seq-length 2048").job["model"]["seq_length"].as<int>(), 2048);
+  EXPECT_EQ(
+      Convert("--seq-length 4096 --encoder-seq-length 2048").job["model"]["seq_length"].as<int>(),
+      4096);
+}
+
 TEST(MegatronArgsTest, TokenizerGivesTheVocabularySize) {
   // pretrain_gpt.py defaults the tokenizer to GPT2BPETokenizer: the GPT-2 BPE vocabulary.
   EXPECT_EQ(Convert("--vocab-file gpt2-vocab.json --merge-file m.txt")
