@@ -178,7 +178,9 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
     options.base_dir = std::filesystem::path(f.job_file).parent_path().string();
     // A Hugging Face config.json given as the job: its architecture, as --hf-config reads it.
     if (f.job_file != "-" && model::LooksLikeHfConfig(inputs.document)) {
-      inputs.document = model::HfConfigJobDocument(std::filesystem::absolute(f.job_file).string());
+      // Named relative to the job's folder (options.base_dir), as a document would name it.
+      inputs.document =
+          model::HfConfigJobDocument(std::filesystem::path(f.job_file).filename().string());
     }
   } else if (!f.example.empty()) {
     MEMTUNE_TRY(inputs.document, model::ExampleJobYaml(f.example));
@@ -187,9 +189,10 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
   std::vector<std::string> notes;
   MEMTUNE_RETURN_IF_ERROR(LoadCommand(f, inputs, notes));
   if (!f.hf_config.empty()) {
-    inputs.overrides.push_back({"model.hf_config",
-                                model::YamlQuoted(std::filesystem::absolute(f.hf_config).string()),
-                                "--hf-config"});
+    // Relative to the working directory: absolute only when a job file moves the base.
+    const std::string path =
+        options.base_dir.empty() ? f.hf_config : std::filesystem::absolute(f.hf_config).string();
+    inputs.overrides.push_back({"model.hf_config", model::YamlQuoted(path), "--hf-config"});
   }
   AddFlagOverrides(f, inputs.overrides);
   MEMTUNE_RETURN_IF_ERROR(AddSetOverrides(f, inputs.overrides));
