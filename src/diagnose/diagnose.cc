@@ -3,6 +3,7 @@
 
 #include "diagnose/findings.h"
 #include "diagnose/job_compare.h"
+#include "diagnose/plan_fixes.h"
 
 namespace memtune::diagnose {
 namespace {
@@ -103,6 +104,7 @@ Result<Diagnosis> Diagnose(const std::vector<DiagnoseInput>& inputs,
   }
   if (assessment) {
     PredictFixes(*assessment, d.fixes);
+    AddPlanCosts(*options.job, d.fixes);
     d.comparison = Compare(*assessment, findings);
   }
   return d;
