@@ -33,7 +33,7 @@ struct Hardware {
 // Achieved fractions of the peaks (docs/step-time.md cites each).
 inline constexpr double kGemmEfficiencyBf16 = 0.80;  // large cuBLAS BF16 GEMMs
 inline constexpr double kGemmEfficiencyFp8 = 0.70;   // large cuBLASLt FP8 GEMMs
-inline constexpr double kGemmPipelineFillK = 256;    // K elements of the mainloop prologue
+inline constexpr double kGemmPipelineFillK = 256;    // BF16 K elements of the mainloop fill
 inline constexpr double kGemmTileM = 128;            // output tile of a Hopper/Ampere GEMM
 inline constexpr double kGemmTileN = 128;
 inline constexpr double kAttentionFwdEfficiency = 0.60;  // flash attention forward, BF16

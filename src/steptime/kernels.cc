@@ -41,7 +41,10 @@ double GemmSeconds(double m, double n, double k, GemmDtype dtype, const Hardware
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double flops = 2 * m * n * k;
   const double peak = hw.PeakFlops(dtype) * LargeGemmEfficiency(dtype, hw);
-  const double prologue = k / (k + kGemmPipelineFillK);
+  // The multistage pipeline holds a fixed number of bytes per stage (BLOCK_K 64 for BF16,
+  // 128 for FP8), so its fill spans more K elements the narrower the input.
+  const double fill_k = kGemmPipelineFillK * 2 / InputBytes(dtype);
+  const double prologue = k / (k + fill_k);
   const double base_bytes = (m * k + k * n) * InputBytes(dtype) + m * n * 2;
   double best = 0;
   // The kernel a heuristic would pick: the tile and split-K (each split keeps a K loop of
