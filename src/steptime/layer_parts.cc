@@ -139,6 +139,19 @@ BlockGemms TimeBlock(const LayerContext& ctx, const std::vector<Linear>& linears
   const double rs_dgrad =
       CollectiveSeconds(Collective::kReduceScatter, rows * h * kActBytes, tp, link, ctx.hw);
   const double ag_again = ctx.frozen ? 0 : ag_in;  // TE re-gathers the input for the wgrad
+  // Bridge's LoRA input re-gather (peft.sequence_parallel_input_regather): the adapter keeps
+  // its sequence-parallel input shard and all-gathers it again (BF16) in the backward for
+  // its weight gradient, outside TE's overlap.
+  const model::PeftConfig* peft = ctx.job->peft ? &*ctx.job->peft : nullptr;
+  if (peft && peft->sequence_parallel_input_regather) {
+    const bool targeted =
+        std::any_of(peft->target_modules.begin(), peft->target_modules.end(),
+                    [&](const std::string& t) { return Has(linears.front().name, t); });
+    if (targeted) {
+      b.backward.comm_exposed +=
+          CollectiveSeconds(Collective::kAllGather, rows * h * kActBytes, tp, link, ctx.hw);
+    }
+  }
   if (!ctx.tp_overlap) {
     b.forward.comm_exposed += ag_in + rs_out;
     b.backward.comm_exposed += ag_grad + rs_dgrad + ag_again;

@@ -113,6 +113,16 @@ TEST(StepTimeTest, MoreMicrobatchesShrinkTheBubble) {
   EXPECT_GT(Tps(job), base);
 }
 
+TEST(StepTimeTest, LoraSkipsBaseWeightGradientsAndRegatherCosts) {
+  model::Job full = Example();
+  model::Job lora = full;
+  lora.peft.emplace();
+  const double lora_tps = Tps(lora);
+  EXPECT_GT(lora_tps, Tps(full));  // no weight-gradient GEMMs for the frozen base
+  lora.peft->sequence_parallel_input_regather = true;
+  EXPECT_LT(Tps(lora), lora_tps);
+}
+
 TEST(StepTimeTest, FormulaNames) {
   EXPECT_EQ(*ParseFlopsFormula("causal", "f"), FlopsFormula::kCausal);
   EXPECT_EQ(*ParseFlopsFormula("noncausal", "f"), FlopsFormula::kNoncausal);
