@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "assess/error_stats.h"
 #include "assess/validate_metric.h"
 #include "assess/validate_throughput.h"
 #include "memtune/core/units.h"
@@ -147,13 +148,10 @@ ErrorSummary Summarize(Mode mode, const std::vector<const Prediction*>& predicti
   }
   s.predicted = static_cast<int>(errors.size());
   s.coverage = s.cases == 0 ? 0 : static_cast<double>(s.predicted) / s.cases;
-  if (errors.empty()) return s;
-  std::sort(errors.begin(), errors.end());
-  const std::size_t n = errors.size();
-  s.median_abs_error_pct = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-  const std::size_t rank90 = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n)));
-  s.p90_abs_error_pct = errors[std::max<std::size_t>(rank90, 1) - 1];
-  s.max_abs_error_pct = errors.back();
+  const internal::ErrorStats stats = internal::AbsoluteErrorStats(std::move(errors));
+  s.median_abs_error_pct = stats.median;
+  s.p90_abs_error_pct = stats.p90;
+  s.max_abs_error_pct = stats.max;
   return s;
 }
 

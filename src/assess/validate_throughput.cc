@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "assess/error_stats.h"
 #include "memtune/steptime/step_time.h"
 
 namespace memtune::assess::internal {
@@ -13,13 +14,6 @@ namespace {
 // Higher is better for every metric but the step time.
 double Throughput(const std::string& metric, double value) {
   return metric == "step_time_s" ? 1.0 / value : value;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
@@ -147,15 +141,11 @@ ThroughputSummary SummarizeThroughput(const std::vector<CaseResult>& cases) {
     s.pairs += group.pairs;
     s.pairs_right += group.pairs_right;
   }
-  s.median_abs_error_pct = Median(errors);
-  if (!errors.empty()) {
-    std::sort(errors.begin(), errors.end());
-    const auto rank90 =
-        static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(errors.size())));
-    s.p90_abs_error_pct = errors[std::max<std::size_t>(rank90, 1) - 1];
-    s.max_abs_error_pct = errors.back();
-  }
-  s.median_abs_ratio_error_pct = Median(ratio_errors);
+  const ErrorStats absolute = AbsoluteErrorStats(std::move(errors));
+  s.median_abs_error_pct = absolute.median;
+  s.p90_abs_error_pct = absolute.p90;
+  s.max_abs_error_pct = absolute.max;
+  s.median_abs_ratio_error_pct = AbsoluteErrorStats(std::move(ratio_errors)).median;
   return s;
 }
 

@@ -29,18 +29,24 @@ struct SearchResult {
 
 bool Fits(assess::VerdictState state) { return state != assess::VerdictState::kOom; }
 
-// Simulates `a` and decides its allocator mode: the job's own when it fits there (and is
-// not merely at risk while the other fits), else the other one, adding its setting.
-std::optional<Candidate> Simulate(const model::Job& current, const Analytic& a,
-                                  const PlanOptions& options, double current_tps) {
+// The assessment the planner simulates a candidate with: both allocator modes.
+assess::AssessOptions SimulationOptions(const PlanOptions& options) {
   assess::AssessOptions assess;
   assess.estimate.with_explanations = false;
   assess.iterations = options.iterations;
-  auto result = assess::AssessJob(a.job, assess);
-  if (!result || result->verdicts.empty()) return std::nullopt;
+  return assess;
+}
+
+// The candidate `a` as its simulated assessment decides it, in its allocator mode: the job's
+// own when it fits there (and is not merely at risk while the other fits), else the other
+// one, adding its setting. nullopt when it fits under neither.
+std::optional<Candidate> FromAssessment(const model::Job& current, const Analytic& a,
+                                        const assess::Assessment& result,
+                                        const PlanOptions& options, double current_tps) {
+  if (result.verdicts.empty()) return std::nullopt;
   const assess::ModeVerdict* own = nullptr;
   const assess::ModeVerdict* other = nullptr;
-  for (const assess::ModeVerdict& v : result->verdicts) (v.job_config ? own : other) = &v;
+  for (const assess::ModeVerdict& v : result.verdicts) (v.job_config ? own : other) = &v;
   if (own == nullptr) return std::nullopt;
   const bool keep_mode = std::find(options.keep.begin(), options.keep.end(),
                                    "memtune.env.PYTORCH_CUDA_ALLOC_CONF") != options.keep.end();
@@ -62,7 +68,7 @@ std::optional<Candidate> Simulate(const model::Job& current, const Analytic& a,
   c.relative_throughput = current_tps > 0 ? a.step.tokens_per_s_per_gpu / current_tps : 1;
   c.simulated = true;
   c.mode = chosen->mode;
-  for (const assess::ModeVerdict& v : result->verdicts) {
+  for (const assess::ModeVerdict& v : result.verdicts) {
     ModeResult r;
     r.mode = v.mode;
     r.state = v.state;
@@ -72,43 +78,56 @@ std::optional<Candidate> Simulate(const model::Job& current, const Analytic& a,
   return c;
 }
 
-// Checks, predicts and sizes one setting; nullopt (and the counter) when the checks refuse
-// it or the step-time model cannot time it.
-std::optional<Analytic> Evaluate(const model::Job& job, const Levers& levers, int gpus,
-                                 const std::vector<RecomputeChoice>& recompute, SearchResult& out) {
+// Simulates `a` (AssessJob with the allocator) and decides it (FromAssessment).
+std::optional<Candidate> Simulate(const model::Job& current, const Analytic& a,
+                                  const PlanOptions& options, double current_tps) {
+  auto result = assess::AssessJob(a.job, SimulationOptions(options));
+  if (!result) return std::nullopt;
+  return FromAssessment(current, a, *result, options, current_tps);
+}
+
+// Checks, predicts and sizes one applied setting; nullopt when the checks refuse it (their
+// error rule ids in `refused`, each once) or the step-time model cannot time it (`refused`
+// left empty).
+std::optional<Analytic> Evaluate(model::Job applied, const Levers& levers, std::string& refused) {
   static const assess::AssessOptions kFast = [] {
     assess::AssessOptions o;
     o.simulate_allocator = false;
     o.estimate.with_explanations = false;
     return o;
   }();
+  refused.clear();
+  for (const model::Finding& f : model::CheckJob(applied)) {
+    if (f.severity == model::Severity::kError && refused.find(f.rule_id) == std::string::npos)
+      refused += (refused.empty() ? "" : ", ") + f.rule_id;
+  }
+  if (!refused.empty()) return std::nullopt;
   Analytic a;
   a.levers = levers;
-  a.job = ApplyLevers(job, levers, gpus, recompute);
-  if (model::CountErrors(model::CheckJob(a.job)) > 0) {
-    ++out.rejected_by_checks;
-    return std::nullopt;
-  }
+  a.job = std::move(applied);
   auto step = steptime::PredictStepTime(a.job);
   auto memory = assess::AssessJob(a.job, kFast);
-  if (!step || !memory || !memory->allocated_fit) {
-    ++out.rejected_by_checks;
-    return std::nullopt;
-  }
+  if (!step || !memory || !memory->allocated_fit) return std::nullopt;
   a.step = *step;
   a.headroom_bytes = memory->allocated_fit->headroom_bytes;
   return a;
 }
 
-SearchResult Search(const model::Job& job, int gpus, const PlanOptions& options,
-                    double current_tps) {
+// `with_alternatives`: also price the playbook's one-lever changes of the job (its own GPU
+// count, when the job itself passes the checks).
+SearchResult Search(const model::Job& job, int gpus, const PlanOptions& options, double current_tps,
+                    bool with_alternatives) {
   SearchResult out;
   const std::vector<RecomputeChoice> recompute = RecomputeChoices(job);
   std::vector<Analytic> ranked;
+  std::string refused;
   for (const Levers& levers : EnumerateLevers(job, gpus, options.keep, recompute)) {
     ++out.searched;
-    auto a = Evaluate(job, levers, gpus, recompute, out);
-    if (!a) continue;
+    auto a = Evaluate(ApplyLevers(job, levers, gpus, recompute), levers, refused);
+    if (!a) {
+      ++out.rejected_by_checks;
+      continue;
+    }
     if (a->headroom_bytes < 0) {
       ++out.rejected_by_memory;
       if (!out.closest || a->headroom_bytes > out.closest->headroom_bytes) out.closest = a;
@@ -134,21 +153,12 @@ SearchResult Search(const model::Job& job, int gpus, const PlanOptions& options,
   }
   // The playbook's one-lever alternatives, simulated whatever their rank, so that their
   // predicted costs are on the table (the job's own GPU count only).
-  if (gpus == job.memtune.world_size && model::CountErrors(model::CheckJob(job)) == 0) {
+  if (with_alternatives) {
     for (const auto& [label, levers] : PlaybookAlternatives(job, gpus, options.keep, recompute)) {
-      const model::Job changed = ApplyLevers(job, levers, gpus, recompute);
-      std::string rules;
-      for (const model::Finding& f : model::CheckJob(changed)) {
-        if (f.severity == model::Severity::kError && rules.find(f.rule_id) == std::string::npos)
-          rules += (rules.empty() ? "" : ", ") + f.rule_id;
-      }
-      if (!rules.empty()) {
-        out.dropped.emplace_back(label, "refused by the checks: " + rules);
-        continue;
-      }
-      auto a = Evaluate(job, levers, gpus, recompute, out);
+      auto a = Evaluate(ApplyLevers(job, levers, gpus, recompute), levers, refused);
       if (!a) {
-        out.dropped.emplace_back(label, "the step-time model cannot time it");
+        out.dropped.emplace_back(label, refused.empty() ? "the step-time model cannot time it"
+                                                        : "refused by the checks: " + refused);
         continue;
       }
       if (a->headroom_bytes < 0) {
@@ -223,31 +233,28 @@ Result<Plan> PlanJob(const model::Job& job, const PlanOptions& options) {
       plan.current_invalid += (plan.current_invalid.empty() ? "" : ", ") + f.rule_id;
   }
   MEMTUNE_RETURN_IF_ERROR(steptime::JobHardwareCheck(job));
-  if (plan.current_invalid.empty()) {
+  const bool valid = plan.current_invalid.empty();
+  std::optional<assess::Assessment> assessed;  // the current job, simulated (valid only)
+  if (valid) {
     MEMTUNE_TRY(plan.current.step, steptime::PredictStepTime(job));
+    if (auto a = assess::AssessJob(job, SimulationOptions(options)); a) assessed = std::move(*a);
   }
-  const steptime::StepTime& now = plan.current.step;
-  assess::AssessOptions assess;
-  assess.estimate.with_explanations = false;
-  assess.iterations = options.iterations;
-  if (!plan.current_invalid.empty()) {
-    // no prediction for a job that does not pass the checks
-  } else if (auto a = assess::AssessJob(job, assess); a) {
-    for (const assess::ModeVerdict& v : a->verdicts) {
+  if (assessed) {
+    for (const assess::ModeVerdict& v : assessed->verdicts) {
       plan.current.verdicts.push_back({v.mode, v.state, v.margin_bytes});
       if (v.job_config) plan.current.mode = v.mode;
     }
-    plan.current.simulated = !a->verdicts.empty();
+    plan.current.simulated = !assessed->verdicts.empty();
   }
-  const double tps = now.tokens_per_s_per_gpu;
-  SearchResult found = Search(job, gpus, options, tps);
+  const double tps = plan.current.step.tokens_per_s_per_gpu;
+  SearchResult found = Search(job, gpus, options, tps, valid && gpus == job.memtune.world_size);
   plan.searched = found.searched;
   plan.rejected_by_checks = found.rejected_by_checks;
   plan.rejected_by_memory = found.rejected_by_memory;
   plan.simulated = found.simulated;
   plan.dropped_alternatives = found.dropped;
   for (int factor = 2; found.fitting.empty() && factor <= options.max_gpu_factor; factor *= 2) {
-    SearchResult more = Search(job, gpus * factor, options, tps);
+    SearchResult more = Search(job, gpus * factor, options, tps, false);
     plan.searched += more.searched;
     plan.simulated += more.simulated;
     if (!more.fitting.empty()) {
@@ -276,18 +283,17 @@ Result<Plan> PlanJob(const model::Job& job, const PlanOptions& options) {
                                     gpus * options.max_gpu_factor, closest);
     return plan;
   }
-  // The current layout itself (the free fix when only the allocator mode changes).
-  {
-    SearchResult unused;
-    const std::vector<RecomputeChoice> recompute = RecomputeChoices(job);
-    if (auto a = Evaluate(job, CurrentLevers(job), plan.gpus, recompute, unused);
-        a && plan.gpus == job.memtune.world_size && plan.current_invalid.empty()) {
-      if (auto c = Simulate(job, *a, options, tps)) {
-        c->playbook =
-            c->changes.empty() ? "the job as it is" : "Quick Decision 1: expandable segments";
-        found.fitting.insert(found.fitting.begin(), std::move(*c));
-        ++plan.simulated;
-      }
+  // The current layout itself, from its assessment above (the free fix when only the
+  // allocator mode changes).
+  if (assessed && plan.gpus == job.memtune.world_size) {
+    Analytic self;
+    self.levers = CurrentLevers(job);
+    self.job = job;
+    self.step = plan.current.step;
+    if (auto c = FromAssessment(job, self, *assessed, options, tps)) {
+      c->playbook =
+          c->changes.empty() ? "the job as it is" : "Quick Decision 1: expandable segments";
+      found.fitting.insert(found.fitting.begin(), std::move(*c));
     }
   }
   if (tps <= 0) {  // no baseline: relative to the fastest candidate

@@ -49,12 +49,6 @@ std::string Unquote(const std::string& json) {
   return json == "null" ? "none" : json;
 }
 
-int Dp(const model::Job& j) {
-  const int mp = j.model.tensor_model_parallel_size * j.model.pipeline_model_parallel_size *
-                 j.model.context_parallel_size;
-  return mp > 0 ? j.memtune.world_size / mp : 1;
-}
-
 }  // namespace
 
 std::string DescribeChanges(const std::vector<assess::FieldChange>& changes) {
@@ -97,7 +91,8 @@ std::string CostReason(const Candidate& current, const Candidate& candidate) {
   if (candidate.changes.empty()) return "the job as it is";
   std::string levers = DescribeChanges(candidate.changes);
   if (current.step.step_time_s <= 0) return levers;  // no baseline to compare with
-  const int dp_from = Dp(current.job), dp_to = Dp(candidate.job);
+  const int dp_from = model::DataParallelSize(current.job);
+  const int dp_to = model::DataParallelSize(candidate.job);
   if (dp_from != dp_to) levers += fmt::format(", DP {}->{}", dp_from, dp_to);
   // Per-step seconds by term, per GPU: larger means slower.
   std::map<std::string_view, double> delta;

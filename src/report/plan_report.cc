@@ -12,16 +12,13 @@ using nlohmann::ordered_json;
 
 std::string Layout(const model::Job& j) {
   const model::ModelConfig& m = j.model;
-  const int mp =
-      m.tensor_model_parallel_size * m.pipeline_model_parallel_size * m.context_parallel_size;
   std::string out =
       fmt::format("TP{} PP{}", m.tensor_model_parallel_size, m.pipeline_model_parallel_size);
   if (m.virtual_pipeline_model_parallel_size)
     out += fmt::format(" VPP{}", *m.virtual_pipeline_model_parallel_size);
   if (m.context_parallel_size > 1) out += fmt::format(" CP{}", m.context_parallel_size);
   if (m.expert_model_parallel_size > 1) out += fmt::format(" EP{}", m.expert_model_parallel_size);
-  out += fmt::format(" DP{}, MBS {}", mp > 0 ? j.memtune.world_size / mp : 1,
-                     j.train.micro_batch_size);
+  out += fmt::format(" DP{}, MBS {}", model::DataParallelSize(j), j.train.micro_batch_size);
   return out;
 }
 

@@ -38,9 +38,9 @@ LayerTime OutputLayerTime(const LayerContext& ctx) {
   if (ctx.sp) {  // all-gather of the final norm's output, reduce-scatter of its gradient
     const double bytes = ctx.tokens * h * 2;
     out.forward.comm_exposed =
-        CollectiveSeconds(Collective::kAllGather, bytes, ctx.tp, ctx.tp_link, ctx.hw);
+        CollectiveSeconds(Collective::kAllGather, bytes, ctx.tp, ctx.tp_link);
     out.backward.comm_exposed =
-        CollectiveSeconds(Collective::kReduceScatter, bytes, ctx.tp, ctx.tp_link, ctx.hw);
+        CollectiveSeconds(Collective::kReduceScatter, bytes, ctx.tp, ctx.tp_link);
   }
   out.forward.host = (fused ? 6 : 12) * kHostOpSeconds;
   out.backward.host = out.forward.host * 2;

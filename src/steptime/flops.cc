@@ -51,15 +51,14 @@ ModelFlops GlobalBatchFlops(const model::Job& job) {
   const std::vector<bool> moe = model::MoeLayerPattern(m);
   const int mtp = static_cast<int>(m.mtp_num_layers.value_or(0));
   double linear = 0;
-  double layers = 0;
   for (int i = 0; i < static_cast<int>(m.num_layers) + mtp; ++i) {
     const bool is_moe = i < static_cast<int>(moe.size()) ? moe[i] : (!moe.empty() && moe.back());
     linear += LinearFlopsPerToken(m, is_moe);
-    layers += 1;
   }
   const double output = 2 * static_cast<double>(m.hidden_size) *
                         static_cast<double>(model::PaddedVocabSize(job)) * (1 + mtp);
-  const double attention = AttentionFlopsPerToken(m, seq) * layers;
+  const double attention =
+      AttentionFlopsPerToken(m, seq) * (static_cast<double>(m.num_layers) + mtp);
   ModelFlops out;
   // x3: forward, data gradient, weight gradient.
   out.noncausal = 3 * tokens * (linear + output + attention);

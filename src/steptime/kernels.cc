@@ -94,9 +94,7 @@ Link GroupLink(int size, int stride, const Hardware& hw) {
   return link;
 }
 
-double CollectiveSeconds(Collective kind, double bytes, int ranks, const Link& link,
-                         const Hardware& hw) {
-  (void)hw;
+double CollectiveSeconds(Collective kind, double bytes, int ranks, const Link& link) {
   if (ranks <= 1 || bytes <= 0) return 0;
   const double n = ranks;
   // Bytes each rank sends (NCCL's "bus bandwidth" convention, nccl-tests PERFORMANCE.md).

@@ -36,7 +36,6 @@ enum class Collective { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kSend
 // A ring collective over `ranks` ranks; `bytes` is the full (unsharded) buffer of one rank:
 // the gathered output of an all-gather, the input of a reduce-scatter / all-reduce, what one
 // rank sends in an all-to-all or a send/recv. 0 when ranks <= 1.
-double CollectiveSeconds(Collective kind, double bytes, int ranks, const Link& link,
-                         const Hardware& hw);
+double CollectiveSeconds(Collective kind, double bytes, int ranks, const Link& link);
 
 }  // namespace memtune::steptime

@@ -127,17 +127,15 @@ BlockGemms TimeBlock(const LayerContext& ctx, const std::vector<Linear>& linears
   const double out_bytes = rows * h * kActBytes;
   const Link link = ctx.tp_link;
   if (!ctx.sp) {  // all-reduce of the output forward and of the input gradient backward
-    b.forward.comm_exposed +=
-        CollectiveSeconds(Collective::kAllReduce, out_bytes, tp, link, ctx.hw);
-    b.backward.comm_exposed +=
-        CollectiveSeconds(Collective::kAllReduce, out_bytes, tp, link, ctx.hw);
+    b.forward.comm_exposed += CollectiveSeconds(Collective::kAllReduce, out_bytes, tp, link);
+    b.backward.comm_exposed += CollectiveSeconds(Collective::kAllReduce, out_bytes, tp, link);
     return b;
   }
-  const double ag_in = CollectiveSeconds(Collective::kAllGather, in_bytes, tp, link, ctx.hw);
-  const double rs_out = CollectiveSeconds(Collective::kReduceScatter, out_bytes, tp, link, ctx.hw);
-  const double ag_grad = CollectiveSeconds(Collective::kAllGather, out_bytes, tp, link, ctx.hw);
+  const double ag_in = CollectiveSeconds(Collective::kAllGather, in_bytes, tp, link);
+  const double rs_out = CollectiveSeconds(Collective::kReduceScatter, out_bytes, tp, link);
+  const double ag_grad = CollectiveSeconds(Collective::kAllGather, out_bytes, tp, link);
   const double rs_dgrad =
-      CollectiveSeconds(Collective::kReduceScatter, rows * h * kActBytes, tp, link, ctx.hw);
+      CollectiveSeconds(Collective::kReduceScatter, rows * h * kActBytes, tp, link);
   const double ag_again = ctx.frozen ? 0 : ag_in;  // TE re-gathers the input for the wgrad
   // Bridge's LoRA input re-gather (peft.sequence_parallel_input_regather): the adapter keeps
   // its sequence-parallel input shard and all-gathers it again (BF16) in the backward for
@@ -149,7 +147,7 @@ BlockGemms TimeBlock(const LayerContext& ctx, const std::vector<Linear>& linears
                     [&](const std::string& t) { return Has(linears.front().name, t); });
     if (targeted) {
       b.backward.comm_exposed +=
-          CollectiveSeconds(Collective::kAllGather, rows * h * kActBytes, tp, link, ctx.hw);
+          CollectiveSeconds(Collective::kAllGather, rows * h * kActBytes, tp, link);
     }
   }
   if (!ctx.tp_overlap) {
@@ -275,7 +273,7 @@ void AddAttention(const LayerContext& ctx, const std::vector<Linear>& linears, G
     // Ring exchange of K and V (cp - 1 steps), overlapped step by step with the attention
     // of the chunk in hand (MCore / TE AttnFuncWithCPAndKVP2P); the backward also returns dKV.
     const double kv_bytes = ctx.tokens * groups * (qk_dim + v_dim) * kActBytes;
-    const double step = CollectiveSeconds(Collective::kSendRecv, kv_bytes, 2, ctx.cp_link, ctx.hw);
+    const double step = CollectiveSeconds(Collective::kSendRecv, kv_bytes, 2, ctx.cp_link);
     const double fwd_comm = (ctx.cp - 1) * step;
     const double bwd_comm = 2 * fwd_comm;
     core.forward.comm_exposed = std::max(0.0, fwd_comm - core.forward.attention);
@@ -330,12 +328,12 @@ void AddMoe(const LayerContext& ctx, const std::vector<Linear>& linears, GemmDty
   double comm = 0;
   if (m.moe_token_dispatcher_type == model::MoeTokenDispatcher::kAllgather) {
     comm = CollectiveSeconds(Collective::kAllGather, ctx.tokens_sp * ctx.ep * h * kActBytes, ctx.ep,
-                             ctx.ep_link, ctx.hw) +
+                             ctx.ep_link) +
            CollectiveSeconds(Collective::kReduceScatter, ctx.tokens_sp * ctx.ep * h * kActBytes,
-                             ctx.ep, ctx.ep_link, ctx.hw);
+                             ctx.ep, ctx.ep_link);
   } else {
-    comm = 2 * CollectiveSeconds(Collective::kAllToAll, routed * h * kActBytes, ctx.ep, ctx.ep_link,
-                                 ctx.hw);
+    comm =
+        2 * CollectiveSeconds(Collective::kAllToAll, routed * h * kActBytes, ctx.ep, ctx.ep_link);
   }
   dispatch.forward.comm_exposed = comm;
   dispatch.backward.comm_exposed = comm;

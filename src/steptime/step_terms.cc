@@ -90,8 +90,8 @@ void AddTerm(StepTime& out, std::string_view name, double seconds, std::string d
   out.step_time_s += seconds;
 }
 
-void AddPipelineTerms(const LayerContext& ctx, const std::vector<RankWork>& work, int critical,
-                      double mean_wall, double microbatches, StepTime& out) {
+void AddPipelineTerms(const LayerContext& ctx, const std::vector<RankWork>& work, double mean_wall,
+                      double microbatches, StepTime& out) {
   const int p = static_cast<int>(work.size());
   if (p <= 1) return;
   const model::ModelConfig& m = ctx.job->model;
@@ -105,14 +105,12 @@ void AddPipelineTerms(const LayerContext& ctx, const std::vector<RankWork>& work
   const double h = static_cast<double>(m.hidden_size);
   const int world = std::max(1, ctx.job->memtune.world_size);
   const Link link = GroupLink(2, world / p, ctx.hw);
-  const double send =
-      CollectiveSeconds(Collective::kSendRecv, ctx.tokens_sp * h * 2, 2, link, ctx.hw);
+  const double send = CollectiveSeconds(Collective::kSendRecv, ctx.tokens_sp * h * 2, 2, link);
   const bool overlapped = v > 1 && !m.batch_p2p_comm.value_or(false);
   const double exposed = (overlapped ? 1.0 : microbatches) * 2 * v * send;
   AddTerm(out, "pp_p2p", exposed,
           overlapped ? "send/recv overlapped with compute (overlap_p2p_comm): warm-up only"
                      : "blocking send/recv of activations and gradients");
-  (void)critical;
 }
 
 void AddDataParallelTerms(const LayerContext& ctx, const estimate::StageLayout& stage,
@@ -165,9 +163,9 @@ void AddDataParallelTerms(const LayerContext& ctx, const estimate::StageLayout& 
     const Link link = GroupLink(shard, ctx.tp, ctx.hw);
     const double layers = std::max(1.0, static_cast<double>(stage.NumLayers()));
     const double ag =
-        CollectiveSeconds(Collective::kAllGather, params.dense_per_layer * 2, shard, link, ctx.hw);
+        CollectiveSeconds(Collective::kAllGather, params.dense_per_layer * 2, shard, link);
     const double rs = CollectiveSeconds(Collective::kReduceScatter,
-                                        params.dense_per_layer * grad_bytes, shard, link, ctx.hw);
+                                        params.dense_per_layer * grad_bytes, shard, link);
     const double exposed = layers * (std::max(0.0, ag - forward_wall / layers) +
                                      std::max(0.0, ag + rs - backward_wall / layers));
     AddTerm(out, "dp_comm_exposed", microbatches * exposed,
@@ -175,9 +173,8 @@ void AddDataParallelTerms(const LayerContext& ctx, const estimate::StageLayout& 
     return;
   }
   const Collective grad_op = distopt ? Collective::kReduceScatter : Collective::kAllReduce;
-  const double reduce =
-      CollectiveSeconds(grad_op, params.dense * grad_bytes, dp, dp_link, ctx.hw) +
-      CollectiveSeconds(grad_op, params.expert * grad_bytes, edp, edp_link, ctx.hw);
+  const double reduce = CollectiveSeconds(grad_op, params.dense * grad_bytes, dp, dp_link) +
+                        CollectiveSeconds(grad_op, params.expert * grad_bytes, edp, edp_link);
   const double reduce_exposed =
       job.ddp.overlap_grad_reduce ? std::max(0.0, reduce - backward_wall) : reduce;
   AddTerm(out, "dp_grad_reduce", reduce_exposed,
@@ -185,8 +182,8 @@ void AddDataParallelTerms(const LayerContext& ctx, const estimate::StageLayout& 
                                       : "gradient reduction after the backward");
   if (!distopt) return;
   const double gather =
-      CollectiveSeconds(Collective::kAllGather, params.dense * param_bytes, dp, dp_link, ctx.hw) +
-      CollectiveSeconds(Collective::kAllGather, params.expert * param_bytes, edp, edp_link, ctx.hw);
+      CollectiveSeconds(Collective::kAllGather, params.dense * param_bytes, dp, dp_link) +
+      CollectiveSeconds(Collective::kAllGather, params.expert * param_bytes, edp, edp_link);
   double window = 0;
   if (job.optimizer.overlap_param_gather_with_optimizer_step) {
     window = gpu_opt;

@@ -17,7 +17,6 @@ namespace memtune::steptime {
 struct RankWork {
   PassTime forward, backward, recompute;
   double forward_wall = 0, backward_wall = 0;  // with the host bound per layer
-  double layers = 0;
   double Wall() const { return forward_wall + backward_wall; }
 };
 
@@ -25,8 +24,8 @@ struct RankWork {
 void AddTerm(StepTime& out, std::string_view name, double seconds, std::string detail);
 
 // Bubble of the job's schedule and the exposed pipeline send/recv.
-void AddPipelineTerms(const LayerContext& ctx, const std::vector<RankWork>& work, int critical,
-                      double mean_wall, double microbatches, StepTime& out);
+void AddPipelineTerms(const LayerContext& ctx, const std::vector<RankWork>& work, double mean_wall,
+                      double microbatches, StepTime& out);
 
 // Gradient reduction, parameter all-gather, optimizer step and offload of the critical
 // stage, given its per-micro-batch forward and backward wall times.

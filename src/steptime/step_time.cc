@@ -56,9 +56,8 @@ class LayerCache {
 // pipeline flush, where that stage would idle, so they leave the steady state; at most the
 // bubble's length is hidden. Seconds removed from the critical rank's GEMM time.
 double DeferredOutputWgrad(const LayerContext& ctx,
-                           const std::vector<estimate::StageLayout>& stages,
-                           const std::vector<RankWork>& work, int critical, double mean_wall,
-                           double microbatches) {
+                           const std::vector<estimate::StageLayout>& stages, int critical,
+                           double mean_wall, double microbatches) {
   const model::ModelConfig& m = ctx.job->model;
   const int p = static_cast<int>(stages.size());
   if (!m.defer_embedding_wgrad_compute || p <= 1 || ctx.frozen) return 0;
@@ -73,7 +72,6 @@ double DeferredOutputWgrad(const LayerContext& ctx,
                            : microbatches;
   const double v = std::max(1, m.virtual_pipeline_model_parallel_size.value_or(1));
   const double bubble = (p - 1) / v * mean_wall;
-  (void)work;
   return std::min(count * wgrad, bubble);
 }
 
@@ -102,11 +100,9 @@ RankWork StageWork(const LayerContext& ctx, const estimate::StageLayout& stage,
       const bool is_moe = layer < static_cast<int>(moe.size()) && moe[layer];
       const bool bf16 = layer < bf16_first || layer >= m.num_layers - bf16_last;
       AddLayer(cache.Get(is_moe, bf16 ? GemmDtype::kBf16 : dtype, FullRecompute(m, i)), w);
-      w.layers += 1;
     }
     for (int i = 0; i < chunk.num_mtp_layers; ++i) {
       AddLayer(cache.Get(!moe.empty() && moe.back(), dtype, false), w);
-      w.layers += 1;
     }
     if (chunk.has_output) AddLayer(OutputLayerTime(ctx), w);
   }
@@ -166,14 +162,9 @@ Result<StepTime> PredictStepTime(const model::Job& job) {
   // Compute of the critical rank over all micro-batches, split by kind; what the CPU adds
   // beyond the GPU (launch-bound layers) is its own term.
   const double gpu_wall = w.forward.Gpu() + w.backward.Gpu() + w.recompute.Gpu();
-  const double deferred = DeferredOutputWgrad(ctx, stages, work, critical, mean, m);
+  const double deferred = DeferredOutputWgrad(ctx, stages, critical, mean, m);
   AddTerm(out, "gemm", m * (w.forward.gemm + w.backward.gemm) - deferred,
           "linear layers, fwd + bwd");
-  if (deferred > 0) {
-    out.notes.push_back(
-        "defer_embedding_wgrad_compute: output-layer weight gradients moved into "
-        "the pipeline flush");
-  }
   AddTerm(out, "attention", m * (w.forward.attention + w.backward.attention),
           "flash attention, fwd + bwd");
   AddTerm(out, "elementwise", m * (w.forward.elementwise + w.backward.elementwise),
@@ -183,7 +174,7 @@ Result<StepTime> PredictStepTime(const model::Job& job) {
   AddTerm(out, "recompute", m * w.recompute.Gpu(), "forward work re-run in the backward");
   AddTerm(out, "host_bound", m * std::max(0.0, w.Wall() - gpu_wall),
           "CPU dispatch slower than the GPU (eager ops, small kernels)");
-  AddPipelineTerms(ctx, work, critical, mean, m, out);
+  AddPipelineTerms(ctx, work, mean, m, out);
   AddDataParallelTerms(ctx, stages[critical], w.forward_wall, w.backward_wall, m, out);
   const double world = std::max(1, job.memtune.world_size);
   out.tokens_per_s_per_gpu = static_cast<double>(job.train.global_batch_size) *

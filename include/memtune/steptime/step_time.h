@@ -41,10 +41,9 @@ struct StepTime {
   // never counted), in both conventions.
   double model_flops_causal = 0;
   double model_flops_noncausal = 0;
-  double peak_bf16_tflops = 0;     // the GPU's dense BF16 peak (the MFU denominator)
-  int critical_pp_rank = 0;        // the pipeline rank whose work sets the step
-  std::vector<StepTerm> terms;     // sums to step_time_s
-  std::vector<std::string> notes;  // approximations made for this job
+  double peak_bf16_tflops = 0;  // the GPU's dense BF16 peak (the MFU denominator)
+  int critical_pp_rank = 0;     // the pipeline rank whose work sets the step
+  std::vector<StepTerm> terms;  // sums to step_time_s
 
   // Model TFLOP/s per GPU as a source using `formula` reports it.
   double TflopsPerGpu(FlopsFormula formula, int world_size) const;
