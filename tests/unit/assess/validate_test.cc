@@ -32,6 +32,41 @@ TEST(ValidateTest, ParseErrorsNameLineAndField) {
             "c:1: measured.rank must be one of max, rank0, last (got '3')");
 }
 
+TEST(ValidateTest, ThroughputMeasurementErrorsNameTheField) {
+  auto parse = [](const std::string& measured) {
+    auto cases =
+        ParseValidationCases(R"({"id": "a", "job": {}, "measured": )" + measured + "}", "c");
+    return cases ? std::string("ok") : cases.error().Describe();
+  };
+  EXPECT_EQ(parse(R"({"metric": "tokens_per_s_per_gpu"})"),
+            "c:1: measured.value must be a number above 0 for metric tokens_per_s_per_gpu (got "
+            "nothing)");
+  EXPECT_EQ(parse(R"({"metric": "mfu", "value": 1.5, "flops_formula": "causal"})"),
+            "c:1: measured.value must be a number above 0 and at most 1 for metric mfu (got 1.5)");
+  EXPECT_EQ(parse(R"({"metric": "tflops_per_gpu", "value": 400, "flops_formula": "half"})"),
+            "c:1: measured.flops_formula must be causal or noncausal for metric tflops_per_gpu "
+            "(got \"half\")");
+  EXPECT_EQ(parse(R"({"metric": "step_time_s", "value": 2.5})"), "ok");
+}
+
+TEST(ValidateTest, ThroughputWithoutAGpuIsUnsupportedAndCompareModesHaveNoStepTime) {
+  auto cases =
+      ParseValidationCases(R"({"id": "a", "group": "g", "job": {"model": {"preset": "llama3-8b"}},)"
+                           R"( "measured": {"metric": "step_time_s", "value": 2.5}})",
+                           "c");
+  ASSERT_TRUE(cases.has_value()) << cases.error().Describe();
+  ValidateOptions options;
+  options.compare = {Mode::kMegatronLm};
+  const ValidationReport report = Validate(*cases, options);
+  ASSERT_EQ(report.cases.size(), 1u);
+  EXPECT_EQ(report.cases[0].accurate.status, "unsupported");
+  EXPECT_NE(report.cases[0].accurate.reason.find("memtune.gpu"), std::string::npos);
+  EXPECT_EQ(report.cases[0].compare[0].status, "unsupported");
+  EXPECT_EQ(report.throughput.cases, 1);
+  EXPECT_EQ(report.throughput.predicted, 0);
+  EXPECT_EQ(report.summary.cases, 0);  // memory statistics hold memory cases only
+}
+
 TEST(ValidateTest, OutOfRangeBytesAndNonStringRankAreErrors) {
   auto parse = [](const std::string& measured) {
     auto cases =

@@ -74,6 +74,14 @@ TEST(PlanTest, UnknownKeepFieldIsAnError) {
   EXPECT_NE(plan.error().hint.find("model.tensor_model_parallel_size"), std::string::npos);
 }
 
+TEST(PlanTest, ZeroGpusIsAnError) {
+  PlanOptions options;
+  options.gpus = 0;
+  auto plan = PlanJob(Example(), options);
+  ASSERT_FALSE(plan.has_value());
+  EXPECT_EQ(plan.error().field, "--gpus");
+}
+
 TEST(PlanTest, TooFewGpusNamesTheSmallestCountThatFits) {
   PlanOptions options;
   options.gpus = 8;

@@ -68,10 +68,10 @@ TEST(LinkTest, Nvl72IsOneDomain) {
 TEST(CollectiveTest, AllReduceSendsTwiceAReduceScatter) {
   const Hardware hw = H100();
   const Link link = GroupLink(8, 1, hw);
-  const double rs = CollectiveSeconds(Collective::kReduceScatter, 1e9, 8, link, hw);
-  const double ar = CollectiveSeconds(Collective::kAllReduce, 1e9, 8, link, hw);
+  const double rs = CollectiveSeconds(Collective::kReduceScatter, 1e9, 8, link);
+  const double ar = CollectiveSeconds(Collective::kAllReduce, 1e9, 8, link);
   EXPECT_NEAR(ar - link.latency_s, 2 * (rs - link.latency_s), 1e-9);
-  EXPECT_EQ(CollectiveSeconds(Collective::kAllGather, 1e9, 1, link, hw), 0);
+  EXPECT_EQ(CollectiveSeconds(Collective::kAllGather, 1e9, 1, link), 0);
 }
 
 TEST(HardwareTest, MissingGpuNamesTheField) {
