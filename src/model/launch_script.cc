@@ -21,6 +21,7 @@ using script::RawCommand;
 using script::RawWord;
 
 constexpr std::size_t kMaxScriptBytes = 1 << 20;
+constexpr std::size_t kMaxAssignments = 100000;  // recorded for lint; the rest dropped
 
 std::string At(int line) { return " (line " + std::to_string(line) + ")"; }
 
@@ -31,12 +32,17 @@ struct Found {
   std::map<std::string, std::string> env;
   std::vector<std::string> notes;
   std::size_t script = 0;  // index of the .py field
+  std::vector<ScriptWord> words;  // one per field
+  ScriptPosition at;
+  std::size_t assigned = 0;    // assignments met up to and including the command's own
+  std::pair<std::size_t, std::size_t> own;  // the command's own prefixes in the assignments
 };
 
 class Reader {
  public:
   explicit Reader(const ScriptOptions& options) : options_(options) {
     shell_.fixed = &options.variables;
+    files_.push_back(options.file_name);
   }
 
   Status Run(std::string_view text, int depth, int first_line = 1) {
@@ -100,11 +106,17 @@ class Reader {
   Status Builtin(const std::string& name, const RawCommand& command, std::size_t i, int depth);
   Status Source(const RawCommand& command, std::size_t i, int depth);
   Status Eval(const RawCommand& command, std::size_t i, int depth);
-  Status Assign(const RawWord& word, int line, std::map<std::string, std::string>* env);
+  Status Assign(const RawWord& word, int line, std::map<std::string, std::string>* env,
+                bool exported = false);
+  ScriptPosition PositionOf(const RawWord& word) const { return {files_.back(), word.line, word.column}; }
+  void Record(ScriptAssignment a) {
+    if (assignments_.size() < kMaxAssignments) assignments_.push_back(std::move(a));
+  }
   Status Store(const std::string& name, bool append, const script::Variable& value, int line);
   Status Candidate(const RawCommand& command, std::size_t i, std::map<std::string, std::string> env,
                    int depth);
   Status ShellDashC(const std::vector<std::string>& fields, int line, int depth);
+  void RecordExport(const RawWord& word);
   std::map<std::string, std::string> ExportedEnv(std::vector<std::string>& notes) const;
 
   const ScriptOptions& options_;
@@ -116,6 +128,9 @@ class Reader {
   std::size_t notes_left_out_ = 0;
   int sourced_ = 0;
   std::optional<Found> found_;
+  std::vector<std::string> files_;  // the file being read, innermost last
+  std::vector<ScriptAssignment> assignments_;
+  std::pair<std::size_t, std::size_t> prefixes_;  // assignments_ range of the last prefixes
 };
 
 Status Reader::Command(const RawCommand& command, int depth) {
@@ -155,10 +170,10 @@ Status Reader::Builtin(const std::string& name, const RawCommand& command, std::
       bool append = false;
       const std::string var = AssignedName(text, append);
       if (var.empty() && !text.empty()) {
-        if (exported) exported_.insert(text);
+        if (exported) RecordExport(words[j]);
         continue;
       }
-      MEMTUNE_RETURN_IF_ERROR(Assign(words[j], command.line, nullptr));
+      MEMTUNE_RETURN_IF_ERROR(Assign(words[j], command.line, nullptr, exported));
       if (exported) exported_.insert(var);
     }
     return OkStatus();
@@ -176,9 +191,11 @@ Status Reader::Builtin(const std::string& name, const RawCommand& command, std::
                command.heredoc_line);
   }
   std::map<std::string, std::string> env;
+  prefixes_.first = assignments_.size();
   for (std::size_t a = 0; a < i; ++a) {
     if (IsAssignment(words[a])) MEMTUNE_RETURN_IF_ERROR(Assign(words[a], command.line, &env));
   }
+  prefixes_.second = assignments_.size();
   return Candidate(command, i, std::move(env), depth);
 }
 
@@ -207,7 +224,10 @@ Status Reader::Source(const RawCommand& command, std::size_t i, int depth) {
   if (depth + 1 > script::kMaxDepth) {
     return InvalidInput("JOB", "source nested deeper than 32 levels" + At(command.line));
   }
-  return Run(*text, depth + 1);
+  files_.push_back(file);
+  Status status = Run(*text, depth + 1);
+  files_.pop_back();
+  return status;
 }
 
 // `eval WORDS`: the expanded words, joined by spaces, read again as a command (bash manual
@@ -227,7 +247,8 @@ Status Reader::Eval(const RawCommand& command, std::size_t i, int depth) {
 
 // NAME=value, NAME+=value, NAME=(...), NAME+=(...). With `env`, the value goes there (a
 // command prefix) instead of the shell. The caller's variables win over the script's.
-Status Reader::Assign(const RawWord& word, int line, std::map<std::string, std::string>* env) {
+Status Reader::Assign(const RawWord& word, int line, std::map<std::string, std::string>* env,
+                      bool exported) {
   bool append = false;
   const std::string name = AssignedName(word.text, append);
   const std::string raw = word.text.substr(name.size() + (append ? 2 : 1));
@@ -252,6 +273,24 @@ Status Reader::Assign(const RawWord& word, int line, std::map<std::string, std::
     MEMTUNE_TRY(Expansion e, script::ExpandValue(raw, line, shell_));
     take(std::move(e));
   }
+  ScriptAssignment record;
+  record.name = name;
+  record.is_static = value.taint.empty();
+  record.exported = exported;
+  record.prefix = env != nullptr;
+  if (record.is_static) {
+    for (std::size_t i = 0; i < value.values.size(); ++i)
+      record.value += (i ? " " : "") + value.values[i];
+  }
+  record.at = PositionOf(word);
+  if (append && record.is_static) {
+    script::Variable scratch;
+    const script::Variable* old = script::FindVariable(shell_, name, scratch);
+    if (old != nullptr && !old->values.empty() && !old->is_array)
+      record.value = old->values[0] + record.value;
+  }
+  Record(std::move(record));
+  if (exported) exported_.insert(name);
   if (shell_.fixed->contains(name)) return OkStatus();
   for (std::string& n : notes) Note(std::move(n));
   if (env != nullptr) {
@@ -281,6 +320,23 @@ Status Reader::Store(const std::string& name, bool append, const script::Variabl
     return InvalidInput("line " + std::to_string(line), name + " grows larger than 1 MiB");
   }
   return OkStatus();
+}
+
+// `export NAME` without a value: NAME's current value goes into the environment.
+void Reader::RecordExport(const RawWord& word) {
+  exported_.insert(word.text);
+  script::Variable scratch;
+  const script::Variable* var = script::FindVariable(shell_, word.text, scratch);
+  ScriptAssignment record;
+  record.name = word.text;
+  record.is_static = var == nullptr || var->taint.empty();
+  record.exported = true;
+  if (var != nullptr && record.is_static) {
+    for (std::size_t i = 0; i < var->values.size(); ++i)
+      record.value += (i ? " " : "") + var->values[i];
+  }
+  record.at = PositionOf(word);
+  Record(std::move(record));
 }
 
 std::map<std::string, std::string> Reader::ExportedEnv(std::vector<std::string>& notes) const {
@@ -329,6 +385,9 @@ Status Reader::Candidate(const RawCommand& command, std::size_t i,
     if (e.fields.empty() && !e.unresolved.empty()) e.fields.emplace_back();
     for (UnresolvedVariable& u : e.unresolved)
       found.unresolved.emplace_back(found.fields.size(), u);
+    for (const std::string& field : e.fields) {
+      found.words.push_back({field, command.words[w].text, PositionOf(command.words[w])});
+    }
     for (std::string& field : e.fields) found.fields.push_back(std::move(field));
     for (std::string& n : e.notes) found.notes.push_back(std::move(n));
   }
@@ -344,7 +403,17 @@ Status Reader::Candidate(const RawCommand& command, std::size_t i,
   }
   const std::optional<std::size_t> script = script::FindTrainingScript(found.fields);
   if (!script) return ShellDashC(found.fields, command.line, depth);
+  for (std::size_t k = 0; k < start; ++k) {
+    const std::string& f = found.fields[k];
+    const std::size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    Record({f.substr(0, eq), f.substr(eq + 1), true, false, true, true, false, found.words[k].at});
+  }
+  found.own = {prefixes_.first, assignments_.size()};  // its `NAME=v` and `env NAME=v` words
+  found.assigned = assignments_.size();
+  found.at = PositionOf(command.words[i]);
   found.fields.erase(found.fields.begin(), found.fields.begin() + static_cast<long>(start));
+  found.words.erase(found.words.begin(), found.words.begin() + static_cast<long>(start));
   for (auto& [at, u] : found.unresolved) at = at >= start ? at - start : 0;
   found.script = *script - start;
   found.env = ExportedEnv(found.notes);
@@ -354,6 +423,12 @@ Status Reader::Candidate(const RawCommand& command, std::size_t i,
 }
 
 Result<LaunchScript> Reader::Finish() {
+  if (!found_ && !options_.require_command) {
+    LaunchScript out;
+    out.assignments = std::move(assignments_);
+    out.notes = notes_;
+    return out;
+  }
   if (!found_) {
     return InvalidInput("JOB",
                         "no training command found: looked for a command running pretrain_*.py "
@@ -367,6 +442,13 @@ Result<LaunchScript> Reader::Finish() {
   const std::vector<std::size_t> count_words = script::ReadCounts(launcher, counts);
   out.command = script::QuoteWords(found_->fields);
   out.env = found_->env;
+  out.command_at = found_->at;
+  out.words = std::move(found_->words);
+  out.assignments = std::move(assignments_);
+  for (std::size_t k = 0; k < out.assignments.size(); ++k) {
+    out.assignments[k].after_command = k >= found_->assigned;
+    out.assignments[k].of_command = k >= found_->own.first && k < found_->own.second;
+  }
   out.nnodes = counts.nodes ? counts.nodes : sbatch_.nodes;
   out.nproc_per_node = counts.procs    ? counts.procs
                        : counts.gpus   ? counts.gpus

@@ -24,7 +24,8 @@ inline constexpr std::size_t kMaxNotes = 50;                // notes kept; the r
 // text "NAME=" and its element words in `elements`.
 struct RawWord {
   std::string text;
-  int line = 0;  // where the word starts
+  int line = 0;    // where the word starts
+  int column = 0;  // 1-based, in bytes, on `line`
   bool is_array = false;
   std::vector<std::string> elements;
   std::vector<int> element_lines;  // where each element starts

@@ -159,9 +159,22 @@ class Lexer {
     return OkStatus();
   }
 
+  // The 1-based column of pos_. Positions only grow, so the scan back is amortized O(1).
+  int Column() {
+    for (std::size_t i = pos_; i > scanned_; --i) {
+      if (text_[i - 1] == '\n') {
+        line_start_ = i;
+        break;
+      }
+    }
+    scanned_ = pos_;
+    return static_cast<int>(pos_ - line_start_) + 1;
+  }
+
   Result<RawWord> Word() {
     RawWord word;
     word.line = word_line_ = line_;
+    word.column = Column();
     while (pos_ < text_.size()) {
       const char c = text_[pos_];
       if (IsBlank(c) || c == '\n') break;
@@ -229,6 +242,8 @@ class Lexer {
   std::size_t pos_ = 0;
   int line_;
   int word_line_ = 0;
+  std::size_t scanned_ = 0;     // Column(): text before this was searched for newlines
+  std::size_t line_start_ = 0;  // Column(): where the line holding `scanned_` starts
   RawCommand current_;
   Tokens tokens_;
   std::vector<PendingHeredoc> pending_;

@@ -33,6 +33,41 @@ struct ScriptOptions {
   // (the caller resolves it against the script's folder). nullptr (default): sourcing is not
   // done and is named in `notes`; the variables it would set then show up as unresolved.
   std::function<Result<std::string>(const std::string& path)> read_file;
+  // The script's name in ScriptPosition::file (a sourced file is named as `source` wrote
+  // it). Default: "".
+  std::string file_name;
+  // False: a script without a training command is not an error; `command` is then empty
+  // and every assignment is before it (lint reads environment files this way). Default: true.
+  bool require_command = true;
+};
+
+// Where a word was written: the file (ScriptOptions::file_name, or the path a `source`
+// named), its 1-based line and 1-based column in bytes. Words of an `eval`, `bash -c` or
+// heredoc body count their columns within that text.
+struct ScriptPosition {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+// One variable assignment the reader met, in script order (`memtune lint` reads these).
+struct ScriptAssignment {
+  std::string name;
+  std::string value;            // expanded; "" when not static
+  bool is_static = true;        // false when the value needs a $(...) or an unset variable
+  bool exported = false;        // `export NAME=v`, `declare -x`, or `export NAME` (value as set)
+  bool prefix = false;          // `NAME=v cmd` (also `env NAME=v cmd`): only cmd sees it
+  bool of_command = false;      // a prefix of the training command
+  bool after_command = false;   // met after the training command, so it does not see it
+  ScriptPosition at;            // of the assignment word
+};
+
+// One word of the training command and where it was written: `text` is the expanded
+// field; `raw` the word as written (e.g. "${ARGS[@]}", which gives several fields).
+struct ScriptWord {
+  std::string text;
+  std::string raw;
+  ScriptPosition at;
 };
 
 // A variable (or a `$(...)` substitution) the training command needs but the script never
@@ -61,6 +96,12 @@ struct LaunchScript {
   // What was read approximately or skipped, one line each:
   // "$(hostname) not expanded (line 12)", "if/fi block read straight through (line 30)".
   std::vector<std::string> notes;
+  // Where the training command starts (line 0 when there is none, see require_command).
+  ScriptPosition command_at;
+  // The command's words, one per word of `command` (prefix assignments left out).
+  std::vector<ScriptWord> words;
+  // Every assignment met, in script order, with where it was written.
+  std::vector<ScriptAssignment> assignments;
 };
 
 // True when `text` looks like a shell script rather than a YAML/JSON job: it starts with

@@ -1,0 +1,194 @@
+// Text, JSON, SARIF and Markdown renderers (lint/render.h).
+#include "memtune/lint/render.h"
+
+#include <nlohmann/json.hpp>
+
+#include "lint/lint_internal.h"
+
+namespace memtune::lint {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string Count(int n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string SourceText(const Finding& f) {
+  std::string s = f.source_repo;
+  if (!f.source_path.empty()) s += (s.empty() ? "" : " ") + f.source_path;
+  if (!f.source_version.empty()) s += " @ " + f.source_version;
+  return s;
+}
+
+std::string SourceText(const SourceRef& r) {
+  std::string s(r.repo);
+  if (!r.path.empty()) s += (s.empty() ? "" : " ") + std::string(r.path);
+  if (!r.version.empty()) s += " @ " + std::string(r.version);
+  return s;
+}
+
+const char* SarifLevel(Severity s) {
+  return s == Severity::kError ? "error" : s == Severity::kWarning ? "warning" : "note";
+}
+
+// Markdown table cells: no raw '|' or newline.
+std::string Cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else {
+      out.push_back(c == '\n' ? ' ' : c);
+    }
+  }
+  return out;
+}
+
+void RuleRows(std::string& out, std::span<const LintRule> rules) {
+  for (const LintRule& r : rules) {
+    out += "| `" + std::string(r.id) + "` | " + SeverityName(r.severity) + " | " + Cell(r.what) +
+           " | " + Cell(r.runtime) + " | " + Cell(r.fix) + " | " + Cell(SourceText(r.source)) +
+           " |\n";
+  }
+}
+
+}  // namespace
+
+std::string RenderText(const LintReport& report, int files) {
+  std::string out;
+  int errors = 0, warnings = 0, infos = 0;
+  for (const Finding& f : report.findings) {
+    errors += f.severity == Severity::kError;
+    warnings += f.severity == Severity::kWarning;
+    infos += f.severity == Severity::kInfo;
+    out += f.file + ":" + std::to_string(f.line) + ":" + std::to_string(f.column) + ": " +
+           SeverityName(f.severity) + "[" + f.rule + "]: " + f.message + "\n";
+    if (!f.text.empty()) out += "  text: " + f.text + "\n";
+    out += "  fix: " + f.fix + "\n";
+    out += "  source: " + SourceText(f) + "\n\n";
+  }
+  out += Count(errors, "error") + ", " + Count(warnings, "warning") + ", " + Count(infos, "info") +
+         " in " + Count(files, "file") + "\n";
+  return out;
+}
+
+std::string RenderJson(const LintReport& report) {
+  ordered_json list = ordered_json::array();
+  for (const Finding& f : report.findings) {
+    list.push_back({{"rule", f.rule},
+                    {"severity", SeverityName(f.severity)},
+                    {"file", f.file},
+                    {"line", f.line},
+                    {"column", f.column},
+                    {"text", f.text},
+                    {"message", f.message},
+                    {"fix", f.fix},
+                    {"source",
+                     {{"repo", f.source_repo},
+                      {"path", f.source_path},
+                      {"version", f.source_version}}}});
+  }
+  return ordered_json{{"findings", list}}.dump(2) + "\n";
+}
+
+std::string RenderSarif(const LintReport& report) {
+  ordered_json rules = ordered_json::array();
+  std::map<std::string, int> index;
+  ordered_json results = ordered_json::array();
+  for (const Finding& f : report.findings) {
+    if (!index.contains(f.rule)) {
+      index[f.rule] = static_cast<int>(rules.size());
+      const LintRule* r = FindLintRule(f.rule);
+      ordered_json rule = {{"id", f.rule}};
+      if (r != nullptr) {
+        rule["shortDescription"] = {{"text", std::string(r->what)}};
+        rule["fullDescription"] = {{"text", std::string(r->runtime)}};
+        rule["help"] = {{"text", std::string(r->fix) + " (source: " + SourceText(r->source) + ")"}};
+      }
+      rule["defaultConfiguration"] = {{"level", SarifLevel(f.severity)}};
+      rules.push_back(rule);
+    }
+    ordered_json physical = {{"artifactLocation", {{"uri", f.file}}}};
+    if (f.line > 0) {
+      physical["region"] = {{"startLine", f.line}, {"startColumn", std::max(f.column, 1)}};
+      if (!f.text.empty()) physical["region"]["snippet"] = {{"text", f.text}};
+    }
+    results.push_back({{"ruleId", f.rule},
+                       {"ruleIndex", index[f.rule]},
+                       {"level", SarifLevel(f.severity)},
+                       {"message", {{"text", f.message + " Fix: " + f.fix}}},
+                       {"locations", {{{"physicalLocation", physical}}}}});
+  }
+  ordered_json driver = {{"name", "memtune lint"},
+                         {"informationUri", "docs/lint-rules.md"},
+                         {"rules", rules}};
+  ordered_json log = {{"version", "2.1.0"},
+                      {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+                      {"runs", {{{"tool", {{"driver", driver}}}, {"results", results}}}}};
+  return log.dump(2) + "\n";
+}
+
+std::string RenderRulesMarkdown() {
+  std::string out =
+      "# memtune lint rules\n\n"
+      "Generated by `scripts/gen-lint-rules` from the rule table (`memtune lint --list-rules "
+      "--format markdown`); do not edit by hand. `tests/python/test_lint_rules_doc.py` fails "
+      "when this file drifts from the binary. The material behind each rule (upstream code "
+      "read, real scripts, misconfiguration stories) is `../shared/docs/lint-rules.md` in the "
+      "project workspace.\n\n"
+      "Severity: **error** = the job fails at start; **warning** = it runs, but a setting is "
+      "silently ignored or likely wrong; **info** = worth knowing.\n\n"
+      "## Lint rules\n\n"
+      "| id | severity | condition | at run time | fix | source |\n"
+      "|---|---|---|---|---|---|\n";
+  RuleRows(out, ListLintRules());
+  out +=
+      "\n## Check rules\n\n"
+      "Every `memtune check` rule (docs/checks.md) runs on the job the script describes; its "
+      "finding carries the rule id `check.<id>` and points at the script line of the flag "
+      "(or environment entry) it came from. `check.alloc.conf-valid` is left out: the "
+      "`alloc-conf.*` rules report the same parse with its cause named.\n\n"
+      "| id | severity | condition | at run time | fix | source |\n"
+      "|---|---|---|---|---|---|\n";
+  RuleRows(out, ListCheckLintRules());
+  return out;
+}
+
+std::string RenderRulesText() {
+  std::string out;
+  int n = 0;
+  for (std::span<const LintRule> rules : {ListLintRules(), ListCheckLintRules()}) {
+    for (const LintRule& r : rules) {
+      std::string id(r.id);
+      id.resize(std::max<std::size_t>(id.size() + 1, 48), ' ');
+      std::string severity = SeverityName(r.severity);
+      severity.resize(8, ' ');
+      out += id + severity + std::string(r.what) + "\n";
+      ++n;
+    }
+  }
+  out += std::to_string(n) + " rules; --format json or markdown adds run-time effect, fix and "
+         "source\n";
+  return out;
+}
+
+std::string RenderRulesJson() {
+  ordered_json list = ordered_json::array();
+  for (std::span<const LintRule> rules : {ListLintRules(), ListCheckLintRules()}) {
+    for (const LintRule& r : rules) {
+      list.push_back({{"id", std::string(r.id)},
+                      {"severity", SeverityName(r.severity)},
+                      {"what", std::string(r.what)},
+                      {"runtime", std::string(r.runtime)},
+                      {"fix", std::string(r.fix)},
+                      {"source",
+                       {{"repo", std::string(r.source.repo)},
+                        {"path", std::string(r.source.path)},
+                        {"version", std::string(r.source.version)}}}});
+    }
+  }
+  return ordered_json{{"rules", list}}.dump(2) + "\n";
+}
+
+}  // namespace memtune::lint
