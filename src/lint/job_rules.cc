@@ -8,6 +8,7 @@
 #include "memtune/assess/assess.h"
 #include "memtune/model/checks.h"
 #include "memtune/model/job_compose.h"
+#include "memtune/model/recipes.h"
 
 namespace memtune::lint {
 namespace {
@@ -41,7 +42,14 @@ model::JobInputs ScriptInputs(const Context& c) {
     in.overrides.push_back(
         {"memtune.gpus_per_node", std::to_string(*c.script.nproc_per_node), "launcher"});
   }
-  for (const model::ScriptWord& w : c.script.words) {
+  const std::vector<model::ScriptWord>& words = c.script.words;
+  for (std::size_t k = 0; k + 1 < words.size(); ++k) {
+    // Bridge's run_recipe.py --recipe NAME: the recipe memtune knows by that name.
+    if (words[k].text == "--recipe" && model::RecipeJobYaml(words[k + 1].text)) {
+      in.overrides.push_back({"memtune.recipe", words[k + 1].text, "--recipe"});
+    }
+  }
+  for (const model::ScriptWord& w : words) {
     const std::string path = DottedPath(w.text);
     if (path.empty()) continue;
     in.overrides.push_back({path, w.text.substr(w.text.find('=') + 1),

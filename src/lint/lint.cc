@@ -61,8 +61,13 @@ Status ReadScript(Context& c, const LintFileReader& read) {
   if (c.script.command_at.line != 0) {
     c.env = c.script.env;
   } else {
+    c.notes->push_back(c.file +
+                       ": no training command found (pretrain_*.py, or a *.py with --flags): "
+                       "linted the environment only");
+    // No training command lint recognizes (an environment file, `python -m module`): what
+    // any command would see, the exports and every command's prefixes.
     for (const model::ScriptAssignment& a : c.script.assignments) {
-      if (a.exported && a.is_static && !a.prefix) c.env[a.name] = a.value;
+      if ((a.exported || a.prefix) && a.is_static) c.env[a.name] = a.value;
     }
   }
   for (const std::string& n : c.script.notes) c.notes->push_back(c.file + ": " + n);

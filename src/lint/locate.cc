@@ -101,7 +101,8 @@ Place EnvPlace(const Context& c, const std::string& name) {
   const auto& all = c.script.assignments;
   for (std::size_t k = all.size(); k-- > 0;) {
     const model::ScriptAssignment& a = all[k];
-    if (a.name != name || a.after_command || (a.prefix && !a.of_command)) continue;
+    const bool other_prefix = a.prefix && !a.of_command && c.script.command_at.line != 0;
+    if (a.name != name || a.after_command || other_prefix) continue;
     return Place{a.at.file.empty() ? c.file : a.at.file, a.at.line, a.at.column, shown};
   }
   return Place{c.file, 0, 0, shown};

@@ -1,0 +1,10 @@
+#!/bin/bash
+# NCCL user buffers (MemPool) with expandable segments: Megatron-Core raises on torch < 2.11.
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+ARGS=(
+  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096
+  --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 8 --bf16
+  --vocab-size 32000 --use-distributed-optimizer
+  --use-nccl-ub
+)
+torchrun --nproc_per_node 8 pretrain_gpt.py "${ARGS[@]}"
