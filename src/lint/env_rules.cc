@@ -44,11 +44,26 @@ std::string ItemOf(const std::string& value, const std::string& key) {
   return key;
 }
 
+// The first item written `key=value` (an `=` before any `:`), or "". PyTorch's tokenizer
+// splits on , : [ ] only, so such an item is one unknown key or runs out of tokens.
+std::string EqualsItem(const std::string& value) {
+  std::size_t start = 0;
+  while (start < value.size()) {
+    const std::size_t end = std::min(value.find(',', start), value.size());
+    const std::string item = value.substr(start, end - start);
+    const std::size_t eq = item.find('=');
+    if (eq != std::string::npos && eq < item.find(':')) return item;
+    start = end + 1;
+  }
+  return "";
+}
+
 // A parse error of `var`'s string, named by its cause.
 void ParseError(const Context& c, const std::string& var, const Error& e) {
   const std::string& value = c.env.at(var);
   std::string_view rule = kRuleInvalid;
-  if (e.field.find('=') != std::string::npos) {
+  const std::string equals = EqualsItem(value);
+  if (!equals.empty()) {
     rule = kRuleEquals;
   } else if (e.message.find("True") != std::string::npos &&
              e.message.find("False") != std::string::npos) {
@@ -57,7 +72,7 @@ void ParseError(const Context& c, const std::string& var, const Error& e) {
     rule = kRuleUnknownOption;
   }
   Place place = EnvPlace(c, var);
-  place.text = ItemOf(value, e.field);
+  place.text = rule == kRuleEquals ? equals : ItemOf(value, e.field);
   std::string fix;
   if (rule == kRuleEquals) {
     std::string item = place.text;

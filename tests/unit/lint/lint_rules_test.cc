@@ -1,0 +1,185 @@
+// Every lint rule: a minimal script that triggers it (at the expected line) and one that
+// does not.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "memtune/lint/lint.h"
+
+namespace memtune::lint {
+namespace {
+
+constexpr const char* kModel =
+    "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+    "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+    "--vocab-size 32000";
+
+// Line 1 "#!/bin/bash", then `env` (one line each), the command on one line, then `after`.
+std::string Script(const std::vector<std::string>& env, const std::string& flags = "",
+                   const std::vector<std::string>& after = {}) {
+  std::string s = "#!/bin/bash\n";
+  for (const std::string& line : env) s += line + "\n";
+  s += "torchrun --nproc_per_node 8 pretrain_gpt.py " + std::string(kModel) + " " + flags + "\n";
+  for (const std::string& line : after) s += line + "\n";
+  return s;
+}
+
+struct RuleCase {
+  std::string rule;
+  std::string trigger;
+  int line;  // where the trigger's finding points
+  std::string clean;
+  std::string torch_version = "2.9";
+  std::string gpu;
+};
+
+RuleCase Case(std::string rule, std::string trigger, int line, std::string clean,
+              std::string torch_version = "2.9", std::string gpu = "") {
+  RuleCase c;
+  c.rule = std::move(rule);
+  c.trigger = std::move(trigger);
+  c.line = line;
+  c.clean = std::move(clean);
+  c.torch_version = std::move(torch_version);
+  c.gpu = std::move(gpu);
+  return c;
+}
+
+std::vector<RuleCase> Cases() {
+  const std::string es = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+  const std::string nccl_ub = "--use-distributed-optimizer --use-nccl-ub";
+  std::vector<RuleCase> cases = {
+      Case("env.after-command", Script({}, "", {es}), 3, Script({es})),
+      Case("env.not-exported", Script({"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"}), 2,
+       Script({es})),
+      Case("alloc-conf.bool-case", Script({"export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:true"}),
+       2, Script({es})),
+      Case("alloc-conf.equals", Script({"export PYTORCH_CUDA_ALLOC_CONF=expandable_segments=True"}), 2,
+       Script({es})),
+      Case("alloc-conf.unknown-option",
+       Script({"export PYTORCH_CUDA_ALLOC_CONF=expandeable_segments:True"}), 2, Script({es})),
+      Case("alloc-conf.invalid", Script({"export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:10"}), 2,
+       Script({"export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128"})),
+      Case("alloc-conf.max-split-expandable",
+       Script({"export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,max_split_size_mb:128"}),
+       2, Script({es})),
+      Case("alloc-conf.pytorch-warning",
+       Script({"export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync,max_split_size_mb:128"}), 2,
+       Script({"export PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync"}), "2.8"),
+      Case("alloc-conf.both-vars-differ",
+       Script({es, "export PYTORCH_ALLOC_CONF=max_split_size_mb:512"}), 3,
+       Script({es, "export PYTORCH_ALLOC_CONF=expandable_segments:True"})),
+      Case("alloc-conf.new-name-only", Script({"export PYTORCH_ALLOC_CONF=expandable_segments:True"}),
+       2, Script({es}), "2.8"),
+      Case("alloc-conf.whitespace",
+       Script({"export PYTORCH_CUDA_ALLOC_CONF='expandable_segments: True'"}), 2, Script({es})),
+      Case("megatron.guard-bypass", Script({"export PYTORCH_ALLOC_CONF=expandable_segments:True"},
+                                       nccl_ub),
+       2, Script({"export PYTORCH_ALLOC_CONF=expandable_segments:True"})),
+      Case("nccl.avoid-record-streams-prefix", Script({"export NCCL_AVOID_RECORD_STREAMS=1"}), 2,
+       Script({"export TORCH_NCCL_AVOID_RECORD_STREAMS=1"})),
+      Case("job.not-built", Script({}, "--ffn-hidden-size $FFN"), 2,
+       Script({"FFN=4096"}, "--ffn-hidden-size $FFN")),
+      Case("check.alloc.expandable-nccl-ub", Script({es}, nccl_ub), 3, Script({es})),
+      Case("check.offload.pp", Script({}, "--cpu-offloading --pipeline-model-parallel-size 2"), 2,
+       Script({}, "--cpu-offloading")),
+      Case("check.alloc.cuda-graph-nccl-register",
+       Script({es}, "--cuda-graph-impl transformer_engine"), 3,
+       Script({es, "export NCCL_GRAPH_REGISTER=0"}, "--cuda-graph-impl transformer_engine"), "2.9",
+       "h100-sxm-80gb"),
+      Case("check.peft.regather-ineligible",
+       Script({}, "peft._target_=lora peft.sequence_parallel_input_regather=true"), 2,
+       Script({}, "peft._target_=lora")),
+      // NVIDIA/Megatron-LM#606: LLaMA-2-7B shapes, TP 1, no distributed optimizer, A100 40 GB.
+      Case("estimate.oom",
+       Script({}, "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+                  "--ffn-hidden-size 11008"),
+       2, Script({}), "2.9", "a100-40gb"),
+  };
+  return cases;
+}
+
+void PrintTo(const RuleCase& c, std::ostream* out) { *out << c.rule; }
+
+std::vector<Finding> Lint(const std::string& text, const RuleCase& c) {
+  LintOptions options;
+  options.torch_version = *alloc::ParseTorchVersion(c.torch_version, "v");
+  options.gpu = c.gpu;
+  options.estimate = c.rule.starts_with("estimate.");
+  Result<LintReport> report = LintText("train.sh", text, options);
+  EXPECT_TRUE(report.has_value()) << report.error().Describe();
+  return report ? report->findings : std::vector<Finding>{};
+}
+
+std::string Describe(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const Finding& f : findings) {
+    out += f.rule + " @" + std::to_string(f.line) + ": " + f.message + "\n";
+  }
+  return out;
+}
+
+class LintRuleTest : public testing::TestWithParam<RuleCase> {};
+
+TEST_P(LintRuleTest, TriggersAtItsLine) {
+  const RuleCase& c = GetParam();
+  const std::vector<Finding> findings = Lint(c.trigger, c);
+  bool found = false;
+  for (const Finding& f : findings) {
+    if (f.rule != c.rule) continue;
+    found = true;
+    EXPECT_EQ(f.line, c.line) << Describe(findings);
+    EXPECT_EQ(f.file, "train.sh");
+    EXPECT_FALSE(f.message.empty());
+    EXPECT_FALSE(f.fix.empty());
+    EXPECT_FALSE(f.source_path.empty());
+  }
+  EXPECT_TRUE(found) << c.rule << " not reported:\n" << c.trigger << Describe(findings);
+}
+
+TEST_P(LintRuleTest, CleanScriptDoesNotTrigger) {
+  const RuleCase& c = GetParam();
+  const std::vector<Finding> findings = Lint(c.clean, c);
+  for (const Finding& f : findings) {
+    EXPECT_NE(f.rule, c.rule) << c.clean << Describe(findings);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, LintRuleTest, testing::ValuesIn(Cases()),
+                         [](const testing::TestParamInfo<RuleCase>& info) {
+                           std::string name = info.param.rule;
+                           for (char& ch : name) ch = std::isalnum(ch) ? ch : '_';
+                           return name;
+                         });
+
+// estimate.at-risk needs a job whose margin falls inside the prediction's band; it is
+// covered by the renderer of the same verdicts (assess tests) and listed here as the one
+// rule without a minimal script.
+TEST(LintRules, EveryRuleHasACase) {
+  std::set<std::string> covered;
+  for (const RuleCase& c : Cases()) covered.insert(c.rule);
+  for (const LintRule& r : ListLintRules()) {
+    if (r.id == "estimate.at-risk") continue;
+    EXPECT_TRUE(covered.contains(std::string(r.id))) << r.id;
+  }
+}
+
+TEST(LintRules, IdsAreUniqueAndDocumented) {
+  std::set<std::string_view> ids;
+  for (const LintRule& r : ListLintRules()) {
+    EXPECT_TRUE(ids.insert(r.id).second) << r.id;
+    EXPECT_FALSE(r.what.empty());
+    EXPECT_FALSE(r.runtime.empty());
+    EXPECT_FALSE(r.fix.empty());
+    EXPECT_FALSE(r.source.repo.empty()) << r.id;
+    EXPECT_EQ(FindLintRule(r.id), &r);
+  }
+  ASSERT_NE(FindLintRule("check.offload.pp"), nullptr);
+  EXPECT_EQ(FindLintRule("check.alloc.conf-valid"), nullptr);
+  EXPECT_EQ(FindLintRule("no.such-rule"), nullptr);
+}
+
+}  // namespace
+}  // namespace memtune::lint
