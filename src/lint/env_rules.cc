@@ -38,7 +38,9 @@ std::string ItemOf(const std::string& value, const std::string& key) {
     const std::size_t end = std::min(value.find(',', start), value.size());
     std::string item = value.substr(start, end - start);
     const std::size_t first = item.find_first_not_of(" \t");
-    if (first != std::string::npos && item.compare(first, key.size(), key) == 0) return item;
+    if (first != std::string::npos && item.compare(first, key.size(), key) == 0) {
+      return item.substr(first);
+    }
     start = end + 1;
   }
   return key;
@@ -93,6 +95,12 @@ void ParseError(const Context& c, const std::string& var, const Error& e) {
 // Parses one variable's string as the release does; reports the error or the combination
 // findings of a string that parses.
 void CheckString(const Context& c, const std::string& var) {
+  if (c.env.at(var).find_first_of(" \t") != std::string::npos) {
+    c.Add(MakeFinding(kRuleWhitespace, EnvPlace(c, var),
+                      var + " holds whitespace: PyTorch drops it, but Megatron-LM's "
+                            "nccl_ub and CUDA-graph guards compare items exactly and do not "
+                            "see the option"));
+  }
   Result<alloc::AllocatorConfig> config =
       alloc::ParseAllocatorConfig(c.env.at(var), c.options->torch_version);
   if (!config) return ParseError(c, var, config.error());
@@ -107,12 +115,6 @@ void CheckString(const Context& c, const std::string& var) {
   }
   for (const std::string& w : config->warnings) {
     c.Add(MakeFinding(kRulePytorchWarning, EnvPlace(c, var), "PyTorch warns: " + w));
-  }
-  if (c.env.at(var).find_first_of(" \t") != std::string::npos) {
-    c.Add(MakeFinding(kRuleWhitespace, EnvPlace(c, var),
-                      var + " holds whitespace: PyTorch drops it, but Megatron-LM's "
-                            "nccl_ub and CUDA-graph guards compare items exactly and do not "
-                            "see the option"));
   }
 }
 
