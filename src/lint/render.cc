@@ -139,6 +139,13 @@ std::string RenderRulesMarkdown() {
       "project workspace.\n\n"
       "Severity: **error** = the job fails at start; **warning** = it runs, but a setting is "
       "silently ignored or likely wrong; **info** = worth knowing.\n\n"
+      "Inputs: bash and Slurm sbatch scripts (read by the launch-script reader: `export`, "
+      "`VAR=value` prefixes, continuations, variables, arrays, `source` of a file next to the "
+      "script) and YAML/JSON job documents (their `memtune.env`). Files over 1 MiB, binary "
+      "files (a NUL byte) and scripts the reader rejects (an unterminated quote, `$(`, `${` "
+      "or heredoc; nesting deeper than 32 levels) give one error line and exit code 2. Exit "
+      "code 1 when a finding is an error, 0 otherwise. The allocator rules use "
+      "`--torch-version`'s parser, spellings and variable precedence (docs/allocator.md).\n\n"
       "## Lint rules\n\n"
       "| id | severity | condition | at run time | fix | source |\n"
       "|---|---|---|---|---|---|\n";

@@ -23,7 +23,7 @@ int RunLint(int argc, char** argv) {
       "memtune lint");
   app.footer(
       "Example:\n  memtune lint train.sh\n  memtune lint train.sh --torch-version 2.8 --gpu "
-      "h100-80gb --estimate\n  memtune lint train.sh --format sarif > lint.sarif\n  memtune "
+      "h100-sxm-80gb --estimate\n  memtune lint train.sh --format sarif > lint.sarif\n  memtune "
       "lint --list-rules --format markdown");
   std::vector<std::string> files;
   app.add_option("FILE", files, "Launch scripts or job documents (YAML/JSON)");

@@ -77,7 +77,7 @@ using LintFileReader = std::function<Result<std::string>(const std::string& path
 struct LintOptions {
   // The PyTorch release whose allocator parser, spellings and variable precedence apply.
   alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
-  // GPU catalog name (e.g. "h100-80gb") for GPU-dependent rules and the estimate; "" = the
+  // GPU catalog name (e.g. "h100-sxm-80gb") for GPU-dependent rules and the estimate; "" = the
   // job's own memtune.gpu (a script gives none).
   std::string gpu;
   // Also predict the job's verdict per allocator mode (slow: simulates the allocator).
