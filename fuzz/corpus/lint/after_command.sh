@@ -1,0 +1,1 @@
+../../../tests/data/lint/after_command.sh

@@ -1,0 +1,1 @@
+../../../tests/data/lint/bridge_llama3_h100.sh

@@ -1,0 +1,1 @@
+../../../tests/data/lint/issue_torchtune1185.sh

@@ -1,0 +1,1 @@
+../../../tests/data/lint/lowercase_true.sh

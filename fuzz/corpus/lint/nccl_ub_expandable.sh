@@ -1,0 +1,1 @@
+../../../tests/data/lint/nccl_ub_expandable.sh

@@ -1,0 +1,1 @@
+../../../tests/data/lint/torchtitan_run_train.sh
