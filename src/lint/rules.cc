@@ -11,9 +11,6 @@ namespace {
 
 constexpr SourceRef kBash{"GNU Bash Reference Manual", "3.7.4 Environment; 4.1 export",
                           "bash 5.2"};
-constexpr SourceRef kPtCudaH{"pytorch/pytorch",
-                             "c10/cuda/CUDAAllocatorConfig.h CUDAAllocatorConfig::instance()",
-                             "2026 main"};
 constexpr SourceRef kPtBool{"pytorch/pytorch",
                             "c10/core/AllocatorConfig.h ConfigTokenizer::toBool; "
                             "c10/cuda/CUDAAllocatorConfig.cpp parseArgs",
