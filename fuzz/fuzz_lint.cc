@@ -11,9 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   memtune::lint::LintOptions options;
-  options.read_file = [&text](const std::string&) -> memtune::Result<std::string> {
-    return text;
-  };
+  options.read_file = [&text](const std::string&) -> memtune::Result<std::string> { return text; };
   const memtune::alloc::TorchVersion kVersions[] = {{2, 4}, {2, 8}, {2, 9}, {2, 99}};
   options.torch_version = kVersions[size == 0 ? 0 : data[0] % 4];
   auto report = memtune::lint::LintText("fuzz.sh", text, options);

@@ -14,10 +14,15 @@ const std::string kGeneric(alloc::kAllocConfVar);
 
 // Variables whose value changes memory or the allocator (lint-rules.md sections 1 and 2).
 bool IsMemoryVariable(const std::string& name) {
-  static const std::set<std::string> kNames = {
-      kCuda, kGeneric, "PYTORCH_HIP_ALLOC_CONF", "TORCH_NCCL_AVOID_RECORD_STREAMS",
-      "NCCL_AVOID_RECORD_STREAMS", "NCCL_GRAPH_REGISTER", "NCCL_NVLS_ENABLE",
-      "CUDA_DEVICE_MAX_CONNECTIONS", "NVTE_CPU_OFFLOAD_V1"};
+  static const std::set<std::string> kNames = {kCuda,
+                                               kGeneric,
+                                               "PYTORCH_HIP_ALLOC_CONF",
+                                               "TORCH_NCCL_AVOID_RECORD_STREAMS",
+                                               "NCCL_AVOID_RECORD_STREAMS",
+                                               "NCCL_GRAPH_REGISTER",
+                                               "NCCL_NVLS_ENABLE",
+                                               "CUDA_DEVICE_MAX_CONNECTIONS",
+                                               "NVTE_CPU_OFFLOAD_V1"};
   return kNames.contains(name);
 }
 
@@ -129,9 +134,10 @@ void Precedence(const Context& c) {
                           " is silently ignored and the allocator runs with its defaults"));
   } else if (generic && !cuda && !v.IsMain()) {
     c.Add(MakeFinding(kRuleNewNameOnly, EnvPlace(c, kGeneric),
-                      "only " + kGeneric + " is set: on PyTorch 2.9.1 it was reported silently "
-                      "ignored on CUDA (pytorch#183387; fixed in 2.11.0); " + release +
-                      " may run with the allocator defaults"));
+                      "only " + kGeneric +
+                          " is set: on PyTorch 2.9.1 it was reported silently "
+                          "ignored on CUDA (pytorch#183387; fixed in 2.11.0); " +
+                          release + " may run with the allocator defaults"));
   }
   if (!cuda || !generic || c.env.at(kCuda) == c.env.at(kGeneric)) return;
   std::string how;
@@ -140,10 +146,13 @@ void Precedence(const Context& c) {
   } else {
     Result<alloc::EnvAllocatorConfig> read = alloc::AllocatorConfigFromEnv(c.env, v);
     if (!read) return;  // the parse error is reported by CheckString
-    how = release + " takes the device-generic options (expandable_segments, "
+    how = release +
+          " takes the device-generic options (expandable_segments, "
           "max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold) from " +
-          read->source_var + " and the CUDA-specific ones (backend, pinned_*, "
-          "release_lock_on_cudamalloc, ...) from " + read->cuda_source_var;
+          read->source_var +
+          " and the CUDA-specific ones (backend, pinned_*, "
+          "release_lock_on_cudamalloc, ...) from " +
+          read->cuda_source_var;
   }
   c.Add(MakeFinding(kRuleBothDiffer, EnvPlace(c, kGeneric),
                     kGeneric + "='" + c.env.at(kGeneric) + "' and " + kCuda + "='" +
@@ -206,14 +215,15 @@ void EnvRules(const Context& c) {
       continue;
     }
     const std::string how = a.prefix ? "is the prefix of another command (line " +
-                                           std::to_string(a.at.line) + "), not of the training "
+                                           std::to_string(a.at.line) +
+                                           "), not of the training "
                                            "command"
                                      : "is set but never exported";
-    c.Add(MakeFinding(kRuleNotExported, At(a, c.file),
-                      a.name + " " + how + ": the training process does not see it and " +
-                          Seen(c, a.name),
-                      "write `export " + a.name + "=" + a.value + "` before line " +
-                          std::to_string(c.script.command_at.line)));
+    c.Add(MakeFinding(
+        kRuleNotExported, At(a, c.file),
+        a.name + " " + how + ": the training process does not see it and " + Seen(c, a.name),
+        "write `export " + a.name + "=" + a.value + "` before line " +
+            std::to_string(c.script.command_at.line)));
   }
 }
 
@@ -225,11 +235,11 @@ void AllocConfRules(const Context& c) {
   Precedence(c);
   GuardBypass(c);
   if (c.env.contains("NCCL_AVOID_RECORD_STREAMS")) {
-    c.Add(MakeFinding(kRuleAvoidRecordStreams, EnvPlace(c, "NCCL_AVOID_RECORD_STREAMS"),
-                      "NCCL_AVOID_RECORD_STREAMS is silently ignored: ProcessGroupNCCL reads "
-                      "only TORCH_NCCL_AVOID_RECORD_STREAMS",
-                      "rename it TORCH_NCCL_AVOID_RECORD_STREAMS=" +
-                          c.env.at("NCCL_AVOID_RECORD_STREAMS")));
+    c.Add(MakeFinding(
+        kRuleAvoidRecordStreams, EnvPlace(c, "NCCL_AVOID_RECORD_STREAMS"),
+        "NCCL_AVOID_RECORD_STREAMS is silently ignored: ProcessGroupNCCL reads "
+        "only TORCH_NCCL_AVOID_RECORD_STREAMS",
+        "rename it TORCH_NCCL_AVOID_RECORD_STREAMS=" + c.env.at("NCCL_AVOID_RECORD_STREAMS")));
   }
 }
 

@@ -22,8 +22,8 @@ std::string DottedPath(const std::string& word) {
   const std::string path = word.substr(start, eq - start);
   if (path.find('.') == std::string::npos || path.front() == '.' || path.back() == '.') return "";
   for (char ch : path) {
-    if (!std::islower(static_cast<unsigned char>(ch)) && !std::isdigit(static_cast<unsigned char>(ch)) &&
-        ch != '_' && ch != '.') {
+    if (!std::islower(static_cast<unsigned char>(ch)) &&
+        !std::isdigit(static_cast<unsigned char>(ch)) && ch != '_' && ch != '.') {
       return "";
     }
   }
@@ -52,8 +52,8 @@ model::JobInputs ScriptInputs(const Context& c) {
   for (const model::ScriptWord& w : words) {
     const std::string path = DottedPath(w.text);
     if (path.empty()) continue;
-    in.overrides.push_back({path, w.text.substr(w.text.find('=') + 1),
-                            "line " + std::to_string(w.at.line)});
+    in.overrides.push_back(
+        {path, w.text.substr(w.text.find('=') + 1), "line " + std::to_string(w.at.line)});
   }
   return in;
 }
@@ -89,9 +89,9 @@ void BuildJob(Context& c) {
   parse.source_name = c.file;
   Result<model::JobDocument> doc = model::ComposeJob(in, parse);
   if (!doc) {
-    c.Add(MakeFinding(kRuleJobNotBuilt, CommandPlace(c),
-                      "the job could not be built: " + doc.error().Describe() +
-                          "; the check rules did not run"));
+    c.Add(MakeFinding(
+        kRuleJobNotBuilt, CommandPlace(c),
+        "the job could not be built: " + doc.error().Describe() + "; the check rules did not run"));
     return;
   }
   c.job = std::move(*doc);
@@ -115,8 +115,8 @@ void CheckRules(const Context& c) {
       values += (values.empty() ? " (" : ", ") + path + " = " + value;
     }
     if (!values.empty()) values += ")";
-    c.Add(MakeFinding("check." + f.rule_id, place ? *place : CommandPlace(c),
-                      f.message + values, f.fix));
+    c.Add(MakeFinding("check." + f.rule_id, place ? *place : CommandPlace(c), f.message + values,
+                      f.fix));
   }
 }
 
@@ -130,9 +130,9 @@ void EstimateRules(const Context& c) {
     return;
   }
   if (a->verdicts.empty()) {
-    c.notes->push_back(c.file + ": --estimate gave no verdict: " +
-                       (c.job->job.memtune.gpu.empty() ? std::string("no GPU (give --gpu)")
-                                                       : a->forecast_note));
+    c.notes->push_back(
+        c.file + ": --estimate gave no verdict: " +
+        (c.job->job.memtune.gpu.empty() ? std::string("no GPU (give --gpu)") : a->forecast_note));
   }
   for (const assess::ModeVerdict& v : a->verdicts) {
     if (v.state == assess::VerdictState::kFits) continue;
@@ -140,12 +140,12 @@ void EstimateRules(const Context& c) {
     const std::string conf = v.alloc_conf.empty() ? "PyTorch's defaults" : v.alloc_conf;
     Place place = CommandPlace(c);
     if (v.state == assess::VerdictState::kOom) {
-      Finding f = MakeFinding(
-          kRuleOom, place,
-          "predicted OOM on pipeline rank " + std::to_string(v.pp_rank) + " with the " + mode +
-              " allocator (" + conf + ")" + (v.job_config ? ", the job's own setting" : "") +
-              ": it needs " + Gib(-v.margin_bytes) + " more" +
-              (v.moment.empty() ? "" : ", at " + v.moment));
+      Finding f = MakeFinding(kRuleOom, place,
+                              "predicted OOM on pipeline rank " + std::to_string(v.pp_rank) +
+                                  " with the " + mode + " allocator (" + conf + ")" +
+                                  (v.job_config ? ", the job's own setting" : "") + ": it needs " +
+                                  Gib(-v.margin_bytes) + " more" +
+                                  (v.moment.empty() ? "" : ", at " + v.moment));
       if (!v.job_config) f.severity = Severity::kWarning;
       c.Add(std::move(f));
     } else {

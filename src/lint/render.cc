@@ -76,18 +76,17 @@ std::string RenderText(const LintReport& report, int files) {
 std::string RenderJson(const LintReport& report) {
   ordered_json list = ordered_json::array();
   for (const Finding& f : report.findings) {
-    list.push_back({{"rule", f.rule},
-                    {"severity", SeverityName(f.severity)},
-                    {"file", f.file},
-                    {"line", f.line},
-                    {"column", f.column},
-                    {"text", f.text},
-                    {"message", f.message},
-                    {"fix", f.fix},
-                    {"source",
-                     {{"repo", f.source_repo},
-                      {"path", f.source_path},
-                      {"version", f.source_version}}}});
+    list.push_back(
+        {{"rule", f.rule},
+         {"severity", SeverityName(f.severity)},
+         {"file", f.file},
+         {"line", f.line},
+         {"column", f.column},
+         {"text", f.text},
+         {"message", f.message},
+         {"fix", f.fix},
+         {"source",
+          {{"repo", f.source_repo}, {"path", f.source_path}, {"version", f.source_version}}}});
   }
   return ordered_json{{"findings", list}}.dump(2) + "\n";
 }
@@ -120,9 +119,8 @@ std::string RenderSarif(const LintReport& report) {
                        {"message", {{"text", f.message + " Fix: " + f.fix}}},
                        {"locations", {{{"physicalLocation", physical}}}}});
   }
-  ordered_json driver = {{"name", "memtune lint"},
-                         {"informationUri", "docs/lint-rules.md"},
-                         {"rules", rules}};
+  ordered_json driver = {
+      {"name", "memtune lint"}, {"informationUri", "docs/lint-rules.md"}, {"rules", rules}};
   ordered_json log = {{"version", "2.1.0"},
                       {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
                       {"runs", {{{"tool", {{"driver", driver}}}, {"results", results}}}}};
@@ -175,7 +173,8 @@ std::string RenderRulesText() {
       ++n;
     }
   }
-  out += std::to_string(n) + " rules; --format json or markdown adds run-time effect, fix and "
+  out += std::to_string(n) +
+         " rules; --format json or markdown adds run-time effect, fix and "
          "source\n";
   return out;
 }

@@ -9,15 +9,13 @@
 namespace memtune::lint {
 namespace {
 
-constexpr SourceRef kBash{"GNU Bash Reference Manual", "3.7.4 Environment; 4.1 export",
-                          "bash 5.2"};
+constexpr SourceRef kBash{"GNU Bash Reference Manual", "3.7.4 Environment; 4.1 export", "bash 5.2"};
 constexpr SourceRef kPtBool{"pytorch/pytorch",
                             "c10/core/AllocatorConfig.h ConfigTokenizer::toBool; "
                             "c10/cuda/CUDAAllocatorConfig.cpp parseArgs",
                             "2.1-2.8 and main, late 2025"};
-constexpr SourceRef kPtTokenizer{"pytorch/pytorch",
-                                 "c10/core/AllocatorConfig.h ConfigTokenizer, skipKey",
-                                 "main, late 2025"};
+constexpr SourceRef kPtTokenizer{
+    "pytorch/pytorch", "c10/core/AllocatorConfig.h ConfigTokenizer, skipKey", "main, late 2025"};
 constexpr SourceRef kPtUnknown{"pytorch/pytorch",
                                "c10/cuda/CUDAAllocatorConfig.cpp parseArgs (unknown key)",
                                "2.8 (own lexer); 01f9ef32 (2.9)"};

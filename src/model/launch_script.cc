@@ -31,10 +31,10 @@ struct Found {
   std::vector<std::pair<std::size_t, UnresolvedVariable>> unresolved;  // at field index
   std::map<std::string, std::string> env;
   std::vector<std::string> notes;
-  std::size_t script = 0;  // index of the .py field
+  std::size_t script = 0;         // index of the .py field
   std::vector<ScriptWord> words;  // one per field
   ScriptPosition at;
-  std::size_t assigned = 0;    // assignments met up to and including the command's own
+  std::size_t assigned = 0;                 // assignments met up to and including the command's own
   std::pair<std::size_t, std::size_t> own;  // the command's own prefixes in the assignments
 };
 
@@ -108,7 +108,9 @@ class Reader {
   Status Eval(const RawCommand& command, std::size_t i, int depth);
   Status Assign(const RawWord& word, int line, std::map<std::string, std::string>* env,
                 bool exported = false);
-  ScriptPosition PositionOf(const RawWord& word) const { return {files_.back(), word.line, word.column}; }
+  ScriptPosition PositionOf(const RawWord& word) const {
+    return {files_.back(), word.line, word.column};
+  }
   void Record(ScriptAssignment a) {
     if (assignments_.size() < kMaxAssignments) assignments_.push_back(std::move(a));
   }

@@ -55,10 +55,10 @@ struct LintRule {
 struct Finding {
   std::string rule;  // LintRule::id, or "check.<id>" for a `memtune check` rule
   Severity severity = Severity::kWarning;
-  std::string file;  // as given to LintFiles (a sourced file: as `source` named it)
-  int line = 0;      // 1-based; 0 when the finding has no line (a job-wide verdict)
-  int column = 0;    // 1-based, in bytes; 0 with line 0
-  std::string text;  // the offending text as written, e.g. "expandable_segments:true"
+  std::string file;     // as given to LintFiles (a sourced file: as `source` named it)
+  int line = 0;         // 1-based; 0 when the finding has no line (a job-wide verdict)
+  int column = 0;       // 1-based, in bytes; 0 with line 0
+  std::string text;     // the offending text as written, e.g. "expandable_segments:true"
   std::string message;  // what is wrong and what happens at run time, with the values
   std::string fix;      // what to change, with values
   std::string source_repo, source_path, source_version;  // LintRule::source (or check's)

@@ -53,13 +53,13 @@ struct ScriptPosition {
 // One variable assignment the reader met, in script order (`memtune lint` reads these).
 struct ScriptAssignment {
   std::string name;
-  std::string value;            // expanded; "" when not static
-  bool is_static = true;        // false when the value needs a $(...) or an unset variable
-  bool exported = false;        // `export NAME=v`, `declare -x`, or `export NAME` (value as set)
-  bool prefix = false;          // `NAME=v cmd` (also `env NAME=v cmd`): only cmd sees it
-  bool of_command = false;      // a prefix of the training command
-  bool after_command = false;   // met after the training command, so it does not see it
-  ScriptPosition at;            // of the assignment word
+  std::string value;           // expanded; "" when not static
+  bool is_static = true;       // false when the value needs a $(...) or an unset variable
+  bool exported = false;       // `export NAME=v`, `declare -x`, or `export NAME` (value as set)
+  bool prefix = false;         // `NAME=v cmd` (also `env NAME=v cmd`): only cmd sees it
+  bool of_command = false;     // a prefix of the training command
+  bool after_command = false;  // met after the training command, so it does not see it
+  ScriptPosition at;           // of the assignment word
 };
 
 // One word of the training command and where it was written: `text` is the expanded

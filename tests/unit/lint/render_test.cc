@@ -2,13 +2,14 @@
 // requires (sarif-schema-2.1.0.json: sarifLog {version, runs}, run {tool}, tool {driver},
 // toolComponent {name}, reportingDescriptor {id}, result {message}, message {text},
 // region.startLine >= 1, level in none|note|warning|error).
+#include "memtune/lint/render.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "memtune/lint/lint.h"
-#include "memtune/lint/render.h"
 
 namespace memtune::lint {
 namespace {
@@ -34,8 +35,8 @@ TEST(LintRender, JsonHasExactlyTheKeys) {
   ASSERT_EQ(doc.size(), 1u);
   ASSERT_TRUE(doc["findings"].is_array());
   ASSERT_EQ(doc["findings"].size(), 3u);
-  const std::set<std::string> keys = {"rule", "severity", "file",    "line",  "column",
-                                      "text", "message",  "fix",     "source"};
+  const std::set<std::string> keys = {"rule", "severity", "file", "line",  "column",
+                                      "text", "message",  "fix",  "source"};
   for (const json& f : doc["findings"]) {
     std::set<std::string> got;
     for (const auto& [k, v] : f.items()) got.insert(k);

@@ -84,8 +84,7 @@ TEST(LaunchScriptPositions, SourcedAssignmentsNameTheirFile) {
   options.read_file = [](const std::string&) -> Result<std::string> {
     return std::string("\nexport E=1\n");
   };
-  const LaunchScript s =
-      Read("source env.sh\ntorchrun pretrain_gpt.py --num-layers 2\n", options);
+  const LaunchScript s = Read("source env.sh\ntorchrun pretrain_gpt.py --num-layers 2\n", options);
   const ScriptAssignment* e = Find(s, "E", 2);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->at.file, "env.sh");
