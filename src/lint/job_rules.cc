@@ -1,8 +1,10 @@
 // Job-level rules: the job the file describes (model::ComposeJob, the one job parser), every
 // `memtune check` finding mapped back to the line of its flag, and with --estimate the
 // predicted verdict per allocator mode (assess::AssessJob).
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 
 #include "lint/lint_internal.h"
 #include "memtune/assess/assess.h"
@@ -30,7 +32,27 @@ std::string DottedPath(const std::string& word) {
   return path;
 }
 
-model::JobInputs ScriptInputs(const Context& c) {
+// `--config-file FILE.yaml` (Bridge's run_recipe / NeMo launchers): the override YAML,
+// read next to the script, becomes the job document the flags and overrides go on top of.
+void ConfigFile(Context& c, std::size_t k, model::JobInputs& in) {
+  const std::vector<model::ScriptWord>& words = c.script.words;
+  const std::string& name = words[k + 1].text;
+  if (!name.ends_with(".yaml") && !name.ends_with(".yml")) return;
+  const std::filesystem::path file(name);
+  const std::filesystem::path dir = std::filesystem::path(c.file).parent_path();
+  const std::string full = file.is_absolute() ? name : (dir / file).string();
+  Result<std::string> text = (*c.read)(full);
+  if (!text || text->size() > kMaxLintFileBytes || text->find('\0') != std::string::npos) {
+    c.notes->push_back(c.file + ": " + words[k].text + " " + name + " not read" +
+                       (text ? "" : ": " + text.error().Describe()));
+    return;
+  }
+  in.document = *text;
+  c.config_file = name;
+  c.config_text = std::move(*text);
+}
+
+model::JobInputs ScriptInputs(Context& c) {
   model::JobInputs in;
   in.megatron_args = c.script.command;
   for (const auto& [name, value] : c.env) {
@@ -48,7 +70,13 @@ model::JobInputs ScriptInputs(const Context& c) {
     if (words[k].text == "--recipe" && model::RecipeJobYaml(words[k + 1].text)) {
       in.overrides.push_back({"memtune.recipe", words[k + 1].text, "--recipe"});
     }
+    if (words[k].text == "--config-file" || words[k].text == "--config") ConfigFile(c, k, in);
   }
+  const bool bridge = !in.document.empty() || std::any_of(in.overrides.begin(), in.overrides.end(),
+                                                          [](const model::JobOverride& o) {
+                                                            return o.path == "memtune.recipe";
+                                                          });
+  if (bridge) in.megatron_args.clear();  // a Bridge entry point: its flags are not Megatron's
   for (const model::ScriptWord& w : words) {
     const std::string path = DottedPath(w.text);
     if (path.empty()) continue;

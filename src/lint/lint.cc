@@ -89,6 +89,7 @@ Status LintOne(const std::string& path, std::string_view text, const LintOptions
   c.file = path;
   c.text = text;
   c.options = &options;
+  c.read = &read;
   c.findings = &report.findings;
   c.notes = &report.notes;
   c.is_script = IsScript(path, text);

@@ -61,7 +61,10 @@ struct Context {
   // at the command (all exports when there is no command), or the job's memtune.env.
   std::map<std::string, std::string> env;
   std::optional<model::JobDocument> job;  // the job, when it could be built
+  std::string config_file;                // a script's --config-file YAML, as named
+  std::string config_text;                // its text
   const LintOptions* options = nullptr;
+  const LintFileReader* read = nullptr;  // reads files the script names (never null)
   std::vector<Finding>* findings = nullptr;
   std::vector<std::string>* notes = nullptr;
 

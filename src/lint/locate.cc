@@ -115,8 +115,15 @@ std::optional<Place> FieldPlace(const Context& c, const std::string& path) {
     if (!c.env.contains(name)) return std::nullopt;
     return EnvPlace(c, name);
   }
-  if (c.is_script) return CommandWordPlace(c, path);
-  std::optional<Place> at = FindLiteral(c.file, c.text, path.substr(path.rfind('.') + 1));
+  const std::string key = path.substr(path.rfind('.') + 1);
+  if (c.is_script) {
+    std::optional<Place> word = CommandWordPlace(c, path);
+    if (word || c.config_file.empty()) return word;
+    std::optional<Place> at = FindLiteral(c.config_file, c.config_text, key);
+    if (at) at->text = path;
+    return at;
+  }
+  std::optional<Place> at = FindLiteral(c.file, c.text, key);
   if (at) at->text = path;
   return at;
 }

@@ -47,7 +47,11 @@ std::vector<DataCase> Cases() {
       Data("megatron_llama3_uncommented.sh", {{"nccl.avoid-record-streams-prefix", 11}}),
       Data("megatron_fsdp_deepseek.sbatch", {}),
       // Megatron-Bridge perf recipes.
-      Data("bridge_llama3_h100.sh", {{"check.alloc.expandable-nccl-ub", 14}}),
+      // The recipe's own TE cross-entropy fusion is a check warning, at the command.
+      Data("bridge_llama3_h100.sh",
+           {{"check.alloc.expandable-nccl-ub", 14}, {"check.precision.ce-fusion-te", 12}}),
+      // A --config-file override YAML: the finding points into it (line 6).
+      Data("bridge_config_file.sh", {{"check.offload.pp", 6}}),
       Data("bridge_stream_reuse.sh", {}, "2.8"),
       Data("bridge_stream_reuse.sh", {{"alloc-conf.unknown-option", 4}}, "2.7"),
       // torchtitan's run_train.sh sets only the new name.

@@ -1,0 +1,1 @@
+../../../tests/data/lint/bridge_config_file.sh
