@@ -97,7 +97,14 @@ TEST_P(LintDataTest, ExpectedFindings) {
   EXPECT_EQ(actual, c.expected) << all;
 }
 
-INSTANTIATE_TEST_SUITE_P(Facts, LintDataTest, testing::ValuesIn(Cases()));
+INSTANTIATE_TEST_SUITE_P(Facts, LintDataTest, testing::ValuesIn(Cases()),
+                         [](const testing::TestParamInfo<DataCase>& info) {
+                           const DataCase& c = info.param;
+                           std::string name = c.file + "_torch" + c.torch_version +
+                                              (c.estimate ? "_estimate" : "");
+                           for (char& ch : name) ch = std::isalnum(ch) ? ch : '_';
+                           return name;
+                         });
 
 TEST(LintData, SourcedFindingsNameTheSourcedFile) {
   Result<LintReport> report = LintFiles({kDir + "sources_env.sh"});
