@@ -119,8 +119,7 @@ std::string RenderSarif(const LintReport& report) {
                        {"message", {{"text", f.message + " Fix: " + f.fix}}},
                        {"locations", {{{"physicalLocation", physical}}}}});
   }
-  ordered_json driver = {
-      {"name", "memtune lint"}, {"informationUri", "docs/lint-rules.md"}, {"rules", rules}};
+  ordered_json driver = {{"name", "memtune lint"}, {"rules", rules}};
   ordered_json log = {{"version", "2.1.0"},
                       {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
                       {"runs", {{{"tool", {{"driver", driver}}}, {"results", results}}}}};
