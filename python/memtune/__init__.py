@@ -215,7 +215,7 @@ def models(name: str | None = None) -> list[Record] | Record:
         >>> [m.name for m in memtune.models()][:2]
     """
     if name:
-        return Record(run_json(["models", name]))
+        return Record(run_json(["models", name])["models"][0])
     return [Record(m) for m in run_json(["models"])["models"]]
 
 
@@ -223,10 +223,11 @@ def gpus(name: str | None = None) -> list[Record] | Record:
     """The GPU catalog (`memtune gpus`): a list of entries, or one entry by name.
 
     Example:
-        >>> memtune.gpus("h100").total_memory_bytes
+        >>> memtune.gpus("h100-sxm-80gb").total_memory_bytes
+        85520809984
     """
     if name:
-        return Record(run_json(["gpus", name]))
+        return Record(run_json(["gpus", name])["gpus"][0])
     return [Record(g) for g in run_json(["gpus"])["gpus"]]
 
 

@@ -97,7 +97,7 @@ def run(args: list[str], stdin: str | None = None, ok_codes: Iterable[int] = (0,
     code, out, err, error = _core.run_cli([str(a) for a in args], stdin)
     for line in err.splitlines():
         if ": warning: " in line:
-            warnings.warn(line, MemtuneWarning, stacklevel=3)
+            warnings.warn(line, MemtuneWarning, stacklevel=4)  # the user's call
     if code in ok_codes:
         return out
     text = _error_text(err) or f"memtune {args[0] if args else ''}: exit status {code}"

@@ -108,7 +108,7 @@ class Check(Record):
         return self._data["errors"] == 0
 
     def __repr__(self) -> str:
-        rules = [f.get("rule", "?") for f in self._data["findings"]]
+        rules = [f.get("rule_id", "?") for f in self._data["findings"]]
         return (f"Check(errors={self._data['errors']}, warnings={self._data['warnings']}, "
                 f"rules={rules})")
 

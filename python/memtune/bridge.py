@@ -13,6 +13,7 @@ size comes from the memtune section when the config has one, else from WORLD_SIZ
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -33,7 +34,6 @@ def _with_world_size(cfg: Any) -> Any:
     path, text = _cli.job_input(cfg)
     if path is not None or "WORLD_SIZE" not in os.environ:
         return cfg if path is not None else text
-    import json
     try:
         doc = json.loads(text)
     except ValueError:
