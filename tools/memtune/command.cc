@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "cli.h"
 #include "memtune/core/suggest.h"
 
 namespace memtune::cli {
@@ -19,6 +20,12 @@ void AddFormatOption(CLI::App& app, OutputFormat& format) {
 }
 
 namespace {
+
+// The error PrintError reported last (cli.h's LastError).
+std::optional<Error>& LastErrorSlot() {
+  static std::optional<Error> error;
+  return error;
+}
 
 std::vector<std::string> OptionNames(const CLI::App& app) {
   std::vector<std::string> names;
@@ -56,7 +63,12 @@ int ParseArgs(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
+const std::optional<Error>& LastError() { return LastErrorSlot(); }
+
+void ClearLastError() { LastErrorSlot().reset(); }
+
 int PrintError(std::string_view command, const Error& error) {
+  LastErrorSlot() = error;
   std::string text = error.message;
   if (!error.field.empty() && text.rfind(error.field, 0) != 0) text = error.field + ": " + text;
   std::cerr << "memtune " << command << ": error: " << text;

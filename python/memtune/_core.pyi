@@ -1,0 +1,3 @@
+# Type stubs of the extension module memtune._core (python/core.cc).
+def run_cli(args: list[str], stdin: str | None = None, capture: bool = True
+            ) -> tuple[int, str, str, dict[str, str] | None]: ...
