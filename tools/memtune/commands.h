@@ -17,5 +17,6 @@ int RunSimulate(int argc, char** argv);
 int RunModels(int argc, char** argv);
 int RunGpus(int argc, char** argv);
 int RunDiagnose(int argc, char** argv);
+int RunReport(int argc, char** argv);
 
 }  // namespace memtune::cli
