@@ -27,10 +27,12 @@ const char* WebFile(const char* name) {
   return nullptr;
 }
 
-// Replaces the first `token` in `page` by `text` (the template holds each token once).
+// Replaces every `token` in `page` by `text`, never looking inside what it inserted.
 void Fill(std::string& page, std::string_view token, std::string_view text) {
-  const std::size_t at = page.find(token);
-  if (at != std::string::npos) page.replace(at, token.size(), text);
+  for (std::size_t at = page.find(token); at != std::string::npos;
+       at = page.find(token, at + text.size())) {
+    page.replace(at, token.size(), text);
+  }
 }
 
 // Text inside a <script> element must not close it: "</" becomes "<\/", which JSON and
@@ -123,9 +125,9 @@ bool HtmlFrontEndAvailable() {
 
 Result<std::string> RenderHtmlReport(std::string_view data_json, std::string_view title) {
   if (!HtmlFrontEndAvailable()) {
-    return Unsupported("report",
-                       "this memtune was built without the report front end (npm was not "
-                       "available when it was configured)",
+    return Unsupported("--format html",
+                       "this memtune was built without the report front end (no npm, npm ci "
+                       "failed, or MEMTUNE_REPORT_FRONT_END=OFF when it was configured)",
                        "install npm and reconfigure, or use --format json (docs/report.md)");
   }
   std::string page = WebFile("template.html");

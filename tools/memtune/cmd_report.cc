@@ -2,6 +2,7 @@
 // an OOM message/log. The library builds the page (memtune/report/html_report.h).
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "command.h"
 #include "commands.h"
@@ -139,8 +140,13 @@ int RunReport(int argc, char** argv) {
   if (!version) return PrintError("report", version.error());
   auto data = InputData(flags, *version);
   if (!data) return PrintError("report", data.error());
-  if (flags.format == "json") return Write(flags.output, *data);
-  auto page = report::RenderHtmlReport(*data, "memtune report");
+  // The page embeds the data compact; as output it is indented like the other JSON reports.
+  if (flags.format == "json") {
+    return Write(flags.output, nlohmann::ordered_json::parse(*data).dump(2) + "\n");
+  }
+  const std::string title =
+      nlohmann::ordered_json::parse(*data).value("title", std::string("memtune report"));
+  auto page = report::RenderHtmlReport(*data, title);
   if (!page) return PrintError("report", page.error());
   return Write(flags.output, *page);
 }
