@@ -19,6 +19,8 @@
   };
 
   function gb(bytes) { return (bytes / GB).toFixed(2) + ' GB'; }
+  // OOM messages print GiB: the diagnosis shows what they say.
+  function gib(bytes) { return (bytes / 1073741824).toFixed(2) + ' GiB'; }
   function el(tag, attrs, children) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -231,7 +233,10 @@
       const x = X(i), y = Y(v), r = 7 * devicePixelRatio;
       ctx.strokeStyle = COLORS.capacity; ctx.lineWidth = 3 * devicePixelRatio;
       ctx.beginPath(); ctx.moveTo(x - r, y - r); ctx.lineTo(x + r, y + r); ctx.moveTo(x + r, y - r); ctx.lineTo(x - r, y + r); ctx.stroke();
-      ctx.fillStyle = COLORS.capacity; ctx.fillText('OOM (' + m.mode + ')', x + r + 2, y - r);
+      const label = 'OOM (' + m.mode + ')', room = x + r + ctx.measureText(label).width < left + w;
+      ctx.fillStyle = COLORS.capacity; ctx.textAlign = room ? 'left' : 'right';
+      ctx.fillText(label, room ? x + r + 2 : x - r - 2, y - r);
+      ctx.textAlign = 'left';
     }
     ctx.restore();
   }
@@ -313,9 +318,18 @@
     const s = section('diagnosis', 'Diagnosis');
     s.appendChild(el('div', { class: 'card' }, [el('h3', { text: 'cause: ' + d.cause }), el('div', { text: 'confidence: ' + d.confidence })]));
     s.appendChild(el('h3', { text: 'Evidence' }));
-    s.appendChild(el('ul', { class: 'evidence' }, (d.evidence || []).map((e) => el('li', {}, [
-      el('b', { text: e.what + ': ' }), (e.value_bytes != null ? gb(e.value_bytes) : (e.value || '')) + '  ',
-      el('span', { class: 'muted', text: e.source + ':' + e.line }), el('br'), el('code', { text: e.text })]))));
+    // One item per quoted line, with every value read from it.
+    const groups = [];
+    for (const e of d.evidence || []) {
+      const last = groups[groups.length - 1];
+      const where = e.source + ':' + e.line;
+      if (last && last.where === where && last.text === e.text) last.items.push(e);
+      else groups.push({ where: where, text: e.text, items: [e] });
+    }
+    s.appendChild(el('ul', { class: 'evidence' }, groups.map((g) => el('li', {},
+      g.items.map((e) => el('span', {}, [el('b', { text: e.what + ': ' }),
+        (e.value_bytes != null ? gib(e.value_bytes) : (e.value || '')) + ';  '])).concat([
+        el('span', { class: 'muted', text: g.where }), el('br'), el('code', { text: g.text })])))));
     s.appendChild(el('h3', { text: 'Fixes, in order' }));
     s.appendChild(el('ol', { class: 'fixes' }, (d.fixes || []).map((f) => el('li', {}, [
       el('b', { text: f.text }), el('span', { class: 'muted', text: '  cost: ' + f.cost + (f.effect ? '; ' + f.effect : '') })]))));

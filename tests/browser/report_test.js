@@ -14,7 +14,7 @@ const fs = require('fs');
 const path = require('path');
 
 const SKIP = 77;
-const [memtune, sourceDir, outDir] = process.argv.slice(2);
+const [memtune, sourceDir, outDir] = process.argv.slice(2).map((a) => path.resolve(a));
 const chromium = process.env.MEMTUNE_CHROMIUM || '/usr/bin/chromium';
 
 function skip(why) {
@@ -32,7 +32,8 @@ if (!fs.existsSync(chromium)) skip(chromium + ' not found (apt-get install chrom
 fs.mkdirSync(outDir, { recursive: true });
 
 // The reports: name, memtune arguments, checks run in the page (each returns '' or a failure).
-const data = path.join(sourceDir, 'tests');
+// Paths relative to the source folder (memtune runs there): the titles stay short.
+const data = 'tests';
 const example = ['--example', 'llama3-70b-32xh100'];
 const CASES = [
   { name: 'job', args: example, screenshot: true, hover: true,
@@ -48,7 +49,8 @@ const CASES = [
 
 function writeReport(c) {
   const file = path.join(outDir, c.name + '.html');
-  const r = spawnSync(memtune, ['report'].concat(c.args, ['-o', file]), { encoding: 'utf8' });
+  const r = spawnSync(memtune, ['report'].concat(c.args, ['-o', file]),
+    { encoding: 'utf8', cwd: sourceDir });
   if (r.status !== 0 && /without the report front end/.test(r.stderr)) skip(r.stderr.trim());
   if (r.status !== 0) throw new Error('memtune report ' + c.args.join(' ') + ': ' + r.stderr);
   return file;
