@@ -24,7 +24,7 @@ if(MEMTUNE_REPORT_FRONT_END AND MEMTUNE_NPM)
     file(COPY ${web}/package.json ${web}/package-lock.json DESTINATION ${node_dir})
     message(STATUS "memtune: npm ci (report front end) in ${node_dir}")
     execute_process(COMMAND ${MEMTUNE_NPM} ci --ignore-scripts --no-audit --no-fund
-                            --prefer-offline
+                            --prefer-offline --fetch-retries=1 --fetch-timeout=20000
                     WORKING_DIRECTORY ${node_dir} RESULT_VARIABLE npm_rc
                     OUTPUT_QUIET ERROR_VARIABLE npm_err TIMEOUT 600)
     if(npm_rc EQUAL 0)

@@ -158,14 +158,16 @@
 
   function timeline(t, title, note) {
     const s = section('timeline', title, note);
-    const names = ['allocated'].concat(t.modes.map((m) => 'reserved ' + m.mode + (m.job_config ? ' (job)' : '') + (m.recorded ? ' (recorded)' : '')));
-    const series = [t.allocated_bytes].concat(t.modes.map((m) => m.reserved_bytes));
+    // Native last: drawn on top, it shows where it differs from expandable segments.
+    const modes = t.modes.slice().reverse();
+    const names = ['allocated'].concat(modes.map((m) => 'reserved ' + m.mode + (m.job_config ? ' (job)' : '') + (m.recorded ? ' (recorded)' : '')));
+    const series = [t.allocated_bytes].concat(modes.map((m) => m.reserved_bytes));
     const n = t.events;
     const chartBox = el('div', { class: 'chart', id: 'timeline-chart' });
     const hover = el('div', { id: 'hover', text: 'Hover over the chart for the event; drag to zoom, double-click to zoom out.' });
     s.appendChild(chartBox); s.appendChild(hover);
     const width = Math.max(400, chartBox.clientWidth || 1100);
-    const colors = [COLORS.allocated].concat(t.modes.map((m) => COLORS[m.mode]));
+    const colors = [COLORS.allocated].concat(modes.map((m) => COLORS[m.mode]));
     let busy = false;
     const usable = t.usable_bytes || 0;
     const opts = {
@@ -173,7 +175,7 @@
       scales: { x: { time: false }, y: { range: (u, mn, mx) => [0, Math.max(mx, usable / GB) * 1.05] } },
       axes: [{ label: 'event' }, { label: 'GB', size: 60 }],
       series: [{ label: 'event', value: (u, v) => (v == null ? '' : Math.round(v)) }].concat(names.map((name, k) => ({
-        label: name, stroke: colors[k], width: k === 0 ? 1 : 1.5, fill: k === 0 ? 'rgba(47,111,223,0.12)' : undefined,
+        label: name, stroke: colors[k], width: k === 0 ? 1 : 2, fill: k === 0 ? 'rgba(47,111,223,0.12)' : undefined,
         value: (u, v) => (v == null ? '' : v.toFixed(2) + ' GB') }))),
       cursor: { drag: { x: true, y: false } },
       hooks: {
@@ -190,7 +192,8 @@
           const vals = names.map((name, k) => name + ' ' + (i < series[k].length ? gb(series[k][i]) : '—'));
           hover.textContent = eventText(t, i) + '\n' + vals.join('   ');
         }],
-        draw: [function (u) { drawMarkers(u, t); }],
+        drawClear: [function (u) { drawMarkers(u, t); }],
+        draw: [function (u) { drawOoms(u, t); }],
       },
     };
     const plot = new uPlot(opts, downsample(series, n, 0, n - 1, width), chartBox);
@@ -198,7 +201,7 @@
     return plot;
   }
 
-  // Iteration lines, the phase strip, the capacity line and each mode's OOM point.
+  // Under the series: iteration lines, the phase strip and the capacity line.
   function drawMarkers(u, t) {
     const ctx = u.ctx, top = u.bbox.top, h = u.bbox.height, left = u.bbox.left, w = u.bbox.width;
     const xmin = u.scales.x.min, xmax = u.scales.x.max;
@@ -223,10 +226,29 @@
       ctx.strokeStyle = COLORS.capacity; ctx.lineWidth = 1.5 * devicePixelRatio;
       ctx.setLineDash([8 * devicePixelRatio, 4 * devicePixelRatio]);
       ctx.beginPath(); ctx.moveTo(left, Y(t.usable_bytes)); ctx.lineTo(left + w, Y(t.usable_bytes)); ctx.stroke();
-      ctx.fillStyle = COLORS.capacity;
-      ctx.fillText('usable ' + gb(t.usable_bytes), left + 6, Y(t.usable_bytes) - 4);
+      ctx.fillStyle = COLORS.capacity; ctx.textAlign = 'right';
+      ctx.fillText('usable by PyTorch ' + gb(t.usable_bytes), left + w - 6, Y(t.usable_bytes) + 14 * devicePixelRatio);
+      ctx.textAlign = 'left';
     }
-    ctx.setLineDash([]);
+    ctx.restore();
+  }
+
+  // Over the series: an X where a mode runs out of memory.
+  function drawOoms(u, t) {
+    const ctx = u.ctx, left = u.bbox.left, w = u.bbox.width;
+    const X = (i) => u.valToPos(i, 'x', true), Y = (v) => u.valToPos(v / GB, 'y', true);
+    ctx.save();
+    ctx.font = (11 * devicePixelRatio) + 'px sans-serif';
+    for (const m of t.modes) {  // each mode's reserved peak: a dot and its value
+      if (m.peak_index < u.scales.x.min || m.peak_index > u.scales.x.max) continue;
+      const x = X(m.peak_index), y = Y(m.peak_reserved_bytes), label = m.mode + ' peak ' + gb(m.peak_reserved_bytes);
+      ctx.fillStyle = COLORS[m.mode];
+      ctx.beginPath(); ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI); ctx.fill();
+      const room = x + ctx.measureText(label).width + 12 < left + w;
+      ctx.textAlign = room ? 'left' : 'right';
+      ctx.fillText(label, room ? x + 8 : x - 8, y + (m.mode === 'native' ? -6 : 14) * devicePixelRatio);
+      ctx.textAlign = 'left';
+    }
     for (const m of t.modes) {
       if (!m.oom) continue;
       const i = m.oom.index, v = m.reserved_bytes.length ? m.reserved_bytes[Math.min(i, m.reserved_bytes.length) - 1] || 0 : 0;
