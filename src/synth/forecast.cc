@@ -40,8 +40,13 @@ bool Reached(nonpytorch::Moment moment, const EventLabel& label, int last_microb
 class SimulatorSink : public EventSink {
  public:
   SimulatorSink(alloc::Simulator& sim, AllocatorRun& run,
-                const nonpytorch::NonPytorchMemory& outside, int last_microbatch)
-      : sim_(sim), run_(run), outside_(outside), last_microbatch_(last_microbatch) {}
+                const nonpytorch::NonPytorchMemory& outside, int last_microbatch,
+                const ReplayObserver* observer)
+      : sim_(sim),
+        run_(run),
+        outside_(outside),
+        last_microbatch_(last_microbatch),
+        observer_(observer) {}
   // The parts of the memory outside PyTorch due by `label`; false when one does not fit in
   // what the device has free (an OOM outside PyTorch: NCCL cannot use cached blocks).
   bool TakeOutsideMemory(const EventLabel& label) {
@@ -75,7 +80,7 @@ class SimulatorSink : public EventSink {
     if (next_part_ < outside_.parts.size() && !TakeOutsideMemory(e.label)) return false;
     if (e.op == EventOp::kFree) {
       sim_.Free(e.handle);
-      return true;
+      return Observe(e);
     }
     const alloc::AllocResult r = sim_.Alloc(e.handle, e.bytes, e.stream);
     if (r.status == alloc::AllocStatus::kOutOfMemory) {
@@ -99,7 +104,7 @@ class SimulatorSink : public EventSink {
       run_.peak_allocated_bytes = allocated;
       allocated_label_ = e.label;
     }
-    return true;
+    return Observe(e);
   }
   const EventLabel& peak_label() const { return peak_label_; }
   // Records the simulator's peaks (PyTorch's never-reset counters) as those through the
@@ -117,6 +122,11 @@ class SimulatorSink : public EventSink {
   int iteration() const { return iteration_; }
 
  private:
+  bool Observe(const SynthEvent& e) {
+    const std::int64_t index = events_++;
+    return observer_ == nullptr || (*observer_)(index, e, sim_);
+  }
+
   alloc::Simulator& sim_;
   AllocatorRun& run_;
   const nonpytorch::NonPytorchMemory& outside_;
@@ -125,11 +135,14 @@ class SimulatorSink : public EventSink {
   std::int64_t outside_bytes_ = 0;  // taken so far
   EventLabel peak_label_, allocated_label_;
   int iteration_ = 0;  // the iteration whose events arrive now
+  const ReplayObserver* observer_ = nullptr;
+  std::int64_t events_ = 0;  // events carried out so far
 };
 
 AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::AllocatorConfig& config,
                  std::int64_t capacity, const nonpytorch::NonPytorchMemory& outside,
-                 std::string* allocated_event, TraceSummary* summary) {
+                 std::string* allocated_event, TraceSummary* summary,
+                 const ReplayObserver* observer = nullptr) {
   alloc::SimulatorOptions so;
   so.config = config;
   // The simulator's capacity is CUDA's (cudaMemGetInfo total, what PyTorch's OOM message
@@ -139,7 +152,8 @@ AllocatorRun Run(const TraceSynthesizer& synth, int pp_rank, const alloc::Alloca
   AllocatorRun run;
   run.alloc_conf = config.settings;
   run.expandable_segments = config.expandable_segments;
-  SimulatorSink sink(sim, run, capacity > 0 ? outside : NoOutsideMemory(), synth.last_microbatch());
+  SimulatorSink sink(sim, run, capacity > 0 ? outside : NoOutsideMemory(), synth.last_microbatch(),
+                     observer);
   // The start-up parts are there before the first allocation.
   if (!sink.TakeOutsideMemory(EventLabel{})) {
     sink.CloseIteration();
@@ -161,6 +175,13 @@ AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank,
                           const alloc::AllocatorConfig& config, std::int64_t capacity_bytes,
                           const nonpytorch::NonPytorchMemory& outside) {
   return Run(synth, pp_rank, config, capacity_bytes, outside, nullptr, nullptr);
+}
+
+AllocatorRun SimulateRankObserved(const TraceSynthesizer& synth, int pp_rank,
+                                  const alloc::AllocatorConfig& config, std::int64_t capacity_bytes,
+                                  const nonpytorch::NonPytorchMemory& outside,
+                                  const ReplayObserver& observer) {
+  return Run(synth, pp_rank, config, capacity_bytes, outside, nullptr, nullptr, &observer);
 }
 
 std::int64_t SmallestFittingCapacity(const TraceSynthesizer& synth, int pp_rank,

@@ -18,5 +18,6 @@ int RunModels(int argc, char** argv);
 int RunGpus(int argc, char** argv);
 int RunDiagnose(int argc, char** argv);
 int RunLint(int argc, char** argv);
+int RunReport(int argc, char** argv);
 
 }  // namespace memtune::cli

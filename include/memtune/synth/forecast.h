@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,6 +108,19 @@ Result<JobAllocator> JobAllocatorConfig(const model::Job& job, const ForecastOpt
 AllocatorRun SimulateRank(const TraceSynthesizer& synth, int pp_rank,
                           const alloc::AllocatorConfig& config, std::int64_t capacity_bytes,
                           const nonpytorch::NonPytorchMemory& outside);
+
+// Called after each event of SimulateRank's replay that the allocator carried out (the
+// allocation that runs out of memory is not), with the event's 0-based index in the trace
+// and the simulator's state then. Return false to stop the replay there.
+using ReplayObserver = std::function<bool(std::int64_t event_index, const SynthEvent& event,
+                                          const alloc::Simulator& sim)>;
+
+// SimulateRank, calling `observer` after every event (timelines, a snapshot of the segments
+// at a chosen moment: report/html_report.h).
+AllocatorRun SimulateRankObserved(const TraceSynthesizer& synth, int pp_rank,
+                                  const alloc::AllocatorConfig& config, std::int64_t capacity_bytes,
+                                  const nonpytorch::NonPytorchMemory& outside,
+                                  const ReplayObserver& observer);
 
 // The smallest device capacity (bytes, non-PyTorch memory included) at which rank
 // `pp_rank` runs without an OOM under `config`, found by bisection between `oom_bytes` (a
