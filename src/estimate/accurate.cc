@@ -113,6 +113,23 @@ void AddAssumptions(const model::Job& job, Estimate& e) {
             "the DDP hook adds to the grad buffer",
       "peak of max_allocated: allocator fragmentation and reserved memory are not included",
   };
+  switch (job.memtune.optimizer_implementation) {
+    case model::OptimizerImpl::kFused:
+      e.assumptions.push_back(
+          "optimizer step: TE's (or Apex's) FusedAdam, no temporaries "
+          "(memtune.optimizer_implementation: fused)");
+      break;
+    case model::OptimizerImpl::kForeach:
+      e.assumptions.push_back(
+          "optimizer step: PyTorch's AdamW, foreach (neither TE's nor Apex's FusedAdam "
+          "imports): the sqrt of every exp_avg_sq is alive at once (tmp.adam)");
+      break;
+    case model::OptimizerImpl::kForLoop:
+      e.assumptions.push_back(
+          "optimizer step: PyTorch's AdamW, for-loop: three of the largest parameter shard's "
+          "temporaries at once (tmp.adam)");
+      break;
+  }
   if (m.num_moe_experts.value_or(0) > 0)
     e.assumptions.push_back("MoE routing balanced over experts");
   if (m.cuda_graph_impl == model::CudaGraphImpl::kTransformerEngine ||

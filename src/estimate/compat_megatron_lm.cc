@@ -1,32 +1,15 @@
 // --mode megatron-lm: maps a job onto Megatron-LM's arguments and reports
 // report_theoretical_memory's numbers as an Estimate (one rank class: pipeline stage 0).
-#include <charconv>
 #include <string>
 
 #include "estimate/compat_common.h"
 #include "estimate/megatron_lm_formula.h"
 #include "memtune/core/units.h"
 #include "memtune/estimate/compat.h"
+#include "memtune/model/versions.h"
 
 namespace memtune::estimate {
 namespace mlm {
-namespace {
-
-// Whether memtune.versions.megatron_core (validated "MAJOR.MINOR[.PATCH]") is before
-// MAJOR.MINOR; false when unset (the newest formula).
-bool McoreBefore(const std::string& version, int major, int minor) {
-  if (version.empty()) return false;
-  int parts[2] = {0, 0};
-  const char* p = version.data();
-  const char* end = p + version.size();
-  for (int& part : parts) {
-    p = std::from_chars(p, end, part).ptr;
-    if (p < end && *p == '.') ++p;
-  }
-  return parts[0] < major || (parts[0] == major && parts[1] < minor);
-}
-
-}  // namespace
 
 Result<Args> ArgsFromJob(const model::Job& job) {
   const model::ModelConfig& m = job.model;
@@ -75,7 +58,7 @@ Result<Args> ArgsFromJob(const model::Job& job) {
   a.moe_shared_expert_gate = m.moe_shared_expert_gate;
   a.mtp_num_layers = m.mtp_num_layers;
   a.rms_norm = m.normalization == model::Normalization::kRMSNorm;
-  a.legacy_norm_count = McoreBefore(job.memtune.versions.megatron_core, 0, 16);
+  a.legacy_norm_count = model::VersionBefore(job.memtune.versions.megatron_core, 0, 16);
   a.multi_latent_attention = m.multi_latent_attention;
   a.q_lora_rank = m.q_lora_rank;
   a.kv_lora_rank = m.kv_lora_rank;
@@ -108,7 +91,7 @@ namespace {
 
 // Which upstream formula the figures reproduce (docs/estimator-compat.md "Versions").
 std::string VersionAssumption(const std::string& megatron_core) {
-  if (!mlm::McoreBefore(megatron_core, 0, 16)) {
+  if (!model::VersionBefore(megatron_core, 0, 16)) {
     return "Reproduces NVIDIA/Megatron-LM @ d98e8a64 to the byte; other releases' formula can "
            "differ slightly (docs/estimator-compat.md).";
   }

@@ -195,7 +195,9 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
     for (const ModelChunk& chunk : stage) fed += !chunk.has_embedding && chunk.num_layers > 0;
     r.carried_bytes = 2 * std::int64_t{fed} * f.local_hidden_per_mb;
   }
-  r.step_peak_bytes = model_state + r.carried_bytes + state.step_transient + state.fp8_cast_copy;
+  // Adam's temporaries go before the fp8 re-quantization's copies are made.
+  r.step_peak_bytes = model_state + r.carried_bytes + state.step_transient +
+                      std::max(state.step_workspace, state.fp8_cast_copy);
   r.model_state_bytes = model_state;
   r.expert_bytes = state.expert;
   r.dense_bytes = model_state - state.expert;
@@ -243,14 +245,18 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
          "Megatron-FSDP unsharded parameters of the current and prefetched layer");
   } else {
     r.peak_phase = "optimizer step";
-    r.transient_bytes = state.step_transient + state.fp8_cast_copy;
+    const bool workspace_peak = state.step_workspace > state.fp8_cast_copy;
+    r.transient_bytes = state.step_transient + std::max(state.step_workspace, state.fp8_cast_copy);
     r.activation_bytes = r.carried_bytes;
     push("act.pipeline_carry", r.carried_bytes, ComponentKind::kActivations,
          "each model chunk's last received pipeline input and its retained gradient, kept "
          "until the chunk's next forward (TransformerBlock.input_tensor)");
     push("tmp.step", state.step_transient, ComponentKind::kTransient,
          "fp32 copies of the bf16 gradient shard made by the optimizer step");
-    push("tmp.fp8_cast", state.fp8_cast_copy, ComponentKind::kTransient,
+    push("tmp.adam", workspace_peak ? state.step_workspace : 0, ComponentKind::kTransient,
+         "PyTorch AdamW's temporaries (memtune.optimizer_implementation foreach: the sqrt of "
+         "every exp_avg_sq; for_loop: three of the largest parameter shard)");
+    push("tmp.fp8_cast", workspace_peak ? 0 : state.fp8_cast_copy, ComponentKind::kTransient,
          "bf16 copies of the fp8 parameters' main shards, made to re-quantize them after the step");
   }
   r.allocated_bytes = std::max(r.backward_peak_bytes, r.step_peak_bytes);

@@ -155,8 +155,11 @@ void MoeDispatch(YAML::Node& out) {
   out["moe_token_dispatcher_type"] = "alltoall";
 }
 
-// qwen/qwen2_bridge.py, qwen3_bridge.py, qwen3_moe_bridge.py.
+// qwen/qwen2_bridge.py, qwen3_bridge.py, qwen3_moe_bridge.py. None of them sets
+// bias_activation_fusion, so the provider keeps TransformerConfig's False (Megatron-Bridge
+// 067f987d; the Llama, DeepSeek, GLM and GPT-OSS bridges set True): SwiGLU runs unfused.
 void ApplyQwen(const std::string& type, YAML::Node& out) {
+  out["bias_activation_fusion"] = false;
   out["add_bias_linear"] = false;
   out["add_qkv_bias"] = type == "qwen2";
   if (type != "qwen2") out["qk_layernorm"] = true;

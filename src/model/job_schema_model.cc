@@ -169,7 +169,8 @@ std::vector<FieldSpec> ArchitectureFields() {
       Memory(ActivationField(), "MCore TransformerConfig"),
       // MCore's dataclass says false, but Megatron-LM's --bias-swiglu-fusion and
       // --bias-gelu-fusion default on and Bridge's model bridges (Llama, DeepSeek, GLM,
-      // GPT-OSS, Kimi, Qwen-VL) set it: what real runs use.
+      // GPT-OSS, Kimi, Qwen-VL) set it: what real runs use. The Qwen2 / Qwen3 / Qwen3-MoE
+      // bridges do not: model.hf_config of those types and the qwen3 presets set false.
       Memory(m.Bool("bias_activation_fusion", &ModelConfig::bias_activation_fusion),
              "Megatron-LM arguments.py and Bridge's model bridges", FusableActivation),
       Memory(m.Choice(

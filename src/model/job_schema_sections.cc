@@ -326,7 +326,9 @@ FieldSpec VersionField(const char* name, std::string VersionsConfig::*member) {
 SectionSpec BuildVersions() {
   return {"memtune.versions",
           {VersionField("nccl", &VersionsConfig::nccl),
-           VersionField("megatron_core", &VersionsConfig::megatron_core)},
+           VersionField("megatron_core", &VersionsConfig::megatron_core),
+           VersionField("transformer_engine", &VersionsConfig::transformer_engine),
+           VersionField("torch", &VersionsConfig::torch)},
           true};
 }
 
@@ -340,16 +342,22 @@ SectionSpec BuildMemtune() {
   fsdp2.subsection = &Fsdp2Table();
   FieldSpec versions{"versions", nullptr, nullptr};
   versions.subsection = &VersionsTable();
-  return {"memtune",
-          {m.Choice("framework", &MemtuneSection::framework,
-                    {{"megatron", Framework::kMegatron}, {"fsdp2", Framework::kFsdp2}}),
-           Memory(derived.Int("world_size", &MemtuneSpec::world_size, &MemtuneSection::world_size,
-                              1, kMaxWorld),
-                  "tensor * pipeline * context parallel sizes (data-parallel size 1)"),
-           GpuField(), GpuMemoryField(),
-           m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024), EnvField(), fsdp2,
-           versions, m.Text("recipe", &MemtuneSection::recipe), TorchtitanField()},
-          true};
+  return {
+      "memtune",
+      {m.Choice("framework", &MemtuneSection::framework,
+                {{"megatron", Framework::kMegatron}, {"fsdp2", Framework::kFsdp2}}),
+       Memory(derived.Int("world_size", &MemtuneSpec::world_size, &MemtuneSection::world_size, 1,
+                          kMaxWorld),
+              "tensor * pipeline * context parallel sizes (data-parallel size 1)"),
+       GpuField(), GpuMemoryField(),
+       m.Int("gpus_per_node", &MemtuneSection::gpus_per_node, 1, 1024), EnvField(), fsdp2, versions,
+       Memory(m.Choice("optimizer_implementation", &MemtuneSection::optimizer_implementation,
+                       {{"fused", OptimizerImpl::kFused},
+                        {"foreach", OptimizerImpl::kForeach},
+                        {"for_loop", OptimizerImpl::kForLoop}}),
+              "TE's FusedAdam (Megatron's first choice)"),
+       m.Text("recipe", &MemtuneSection::recipe), TorchtitanField()},
+      true};
 }
 
 }  // namespace

@@ -224,6 +224,17 @@ void Generator::OptimizerStep() {
       Alloc(u.bytes.exp_avg_sq, "optimizer.exp_avg_sq");
     });
   }
+  // PyTorch's AdamW temporaries (model_state.h step_workspace): foreach makes the sqrt of
+  // every exp_avg_sq (each unit's share); for_loop three of the largest parameter shard.
+  std::vector<HandleId> work;
+  std::int64_t loop_bytes = 0;
+  const bool foreach = plan_.facts.optimizer_impl == model::OptimizerImpl::kForeach;
+  ForEachUnit([&](std::size_t, const UnitState& u) {
+    if (foreach) work.push_back(Alloc(u.bytes.step_workspace, "optimizer.adam_workspace"));
+    loop_bytes = std::max(loop_bytes, u.bytes.step_workspace);
+  });
+  if (!foreach) work.push_back(Alloc(loop_bytes, "optimizer.adam_workspace"));
+  for (HandleId h : work) Free(h);
   // Then the fp8 parameters are re-quantized from their main shards, all at once, through
   // params_dtype copies (model_state.h fp8_cast_copy).
   std::vector<HandleId> casts;

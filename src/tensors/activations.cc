@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "memtune/model/parameters.h"
+#include "memtune/model/versions.h"
 #include "tensors/layer_tensors.h"
 
 namespace memtune::tensors {
@@ -21,6 +22,8 @@ constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
     {"act.attn_qkv",
      "q, k and v kept by core attention (TE copies v; a checkpoint's v view keeps the linear_qkv "
      "output)"},
+    {"act.attn_qk_norm_input",
+     "qk_layernorm: query and key copies saved by the q/k norms, with their fp32 rstdevs"},
     {"act.attn_out", "attention output saved as the linear_proj GEMM input"},
     {"act.attn_softmax_stats", "fused-attention softmax statistics (fp32, per head and token)"},
     {"act.attn_probs",
@@ -40,9 +43,11 @@ constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
     {"act.moe_dispatch", "permuted tokens saved as the expert linear_fc1 input (top-k copies)"},
     {"act.moe_fc1_out", "expert linear_fc1 output saved by the expert activation"},
     {"act.moe_act_parts",
-     "unfused expert activation: its output(s), saved by the routing-probability multiply"},
+     "unfused expert activation: the gated factors and (MCore >= 0.13) its output, saved by "
+     "their products"},
     {"act.moe_fc2_in", "expert activation output saved as the expert linear_fc2 input"},
-    {"act.moe_combine", "expert outputs kept for the probability-weighted un-permute"},
+    {"act.moe_combine",
+     "expert outputs kept by the probability-weighted un-permute (Megatron-Core < 0.13)"},
     {"act.shared_fc1_out", "shared-expert linear_fc1 output"},
     {"act.shared_fc2_in", "shared-expert linear_fc2 input"},
     {"act.lora_input", "LoRA-A inputs (SP-gathered norm output unless re-gather applies)"},
@@ -123,6 +128,12 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
     a[kAttnMlaLatent] = act * (c.mla_q_rank + c.mla_kv_rank);
   } else {
     a[kAttnQkv] = act * AttentionQkvWidth(c);
+    // attention.py get_query_key_value_tensors: q_layernorm / k_layernorm (TENorm) normalize
+    // the split query and key. TE's norm (ops/basic/rmsnorm.py, layernorm.py) saves its
+    // input made contiguous (key is a strided view of mixed_qkv: a copy; query with GQA is
+    // already a reshape copy) and the fp32 rstdevs, one per head row.
+    a[kAttnQkNormInput] =
+        act * (q + c.kv_width_per_rank) * (c.qk_norm_rows > 0 ? 1 : 0) + 4 * c.qk_norm_rows;
   }
   const std::int64_t out_width = c.mla ? c.heads_per_rank * c.mla_v_width : q;
   // attention.py set_save_original_input(linear_proj) for non-delayed fp8 (TE >= 2.6):
@@ -170,18 +181,24 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   // Balanced routing: every rank computes top-k copies of its local tokens (times ETP,
   // whose ranks share the tokens), on f_e / ETP columns.
   const std::int64_t copies_per_token = c.topk * c.etp;  // per local (SP) token
-  a[kMoeRouter] = 2 * 4 * c.experts / c.hid_div;         // router.py: fp32 logits + probs
+  // router.py: fp32 logits + probs; the dispatcher's permuted fp32 probs (one per copy)
+  // are kept by their multiply, in the experts' activation (MCore >= 0.13) or in unpermute.
+  a[kMoeRouter] = (2 * 4 * c.experts + 4 * copies_per_token) / c.hid_div;
   a[kMoeDispatch] = c.frozen_base ? 0 : gemm_in * c.h * copies_per_token / c.hid_div;
   const std::int64_t fe = c.moe_ffn / c.etp;
   a[kMoeFc1Out] = act * c.glu_factor * fe * copies_per_token / c.hid_div;
-  // experts.py bias_act_func, unfused: the activation output times the fp32 probabilities
-  // saves the activation output (gated: also act(x_glu) and x_linear + offset).
+  // experts.py bias_act_func, unfused: a gated activation keeps act(x_glu) and x_linear +
+  // offset for their product; MCore >= 0.13 then multiplies the fp32 probabilities in, which
+  // keeps the activation output too (model/versions.h McoreProbsInExperts).
   if (!c.moe_act_fused && !c.recompute_moe_act) {
-    a[kMoeActParts] = act * (c.glu_factor == 2 ? 3 : 1) * fe * copies_per_token / c.hid_div;
+    const int parts = (c.glu_factor == 2 ? 2 : 0) + (c.moe_probs_in_experts ? 1 : 0);
+    a[kMoeActParts] = act * parts * fe * copies_per_token / c.hid_div;
   }
   a[kMoeFc2In] =
       (c.recompute_moe_act || c.frozen_base) ? 0 : gemm_in * fe * copies_per_token / c.hid_div;
-  a[kMoeCombine] = act * c.h * copies_per_token / c.hid_div;  // moe_utils.py unpermute(probs)
+  // MCore < 0.13: moe_utils.py unpermute(probs=...) (TE moe_unpermute with merging_probs, or
+  // permuted_tokens * permuted_probs) keeps the expert outputs for the probs' gradient.
+  a[kMoeCombine] = c.moe_probs_in_experts ? 0 : act * c.h * copies_per_token / c.hid_div;
   if (c.shared_ffn > 0 && !c.recompute_shared) {
     const std::int64_t fs = c.shared_ffn / c.tp;
     a[kSharedFc1Out] = act * c.glu_factor * fs;
@@ -282,6 +299,8 @@ ActContext MakeActContext(const model::Job& job) {
   c.q_width = m.num_attention_heads * d;
   c.kv_width_per_rank = (g >= c.tp ? g / c.tp : 1) * d;  // groups < TP are replicated
   c.heads_per_rank = m.num_attention_heads / c.tp;
+  if (m.qk_layernorm)
+    c.qk_norm_rows = c.heads_per_rank + c.kv_width_per_rank / std::max<std::int64_t>(1, d);
   c.ffn = model::EffectiveFfnHiddenSize(m);
   c.moe_ffn = model::EffectiveMoeFfnHiddenSize(m);
   c.shared_ffn = m.moe_shared_expert_intermediate_size.value_or(0);
@@ -291,6 +310,7 @@ ActContext MakeActContext(const model::Job& job) {
   // mlp.py / experts.py: which activations have a fused kernel (others run unfused).
   const bool silu_glu = m.activation_func == "silu" && m.gated_linear_unit;
   c.dense_act_fused = m.bias_activation_fusion && (silu_glu || m.activation_func == "gelu");
+  c.moe_probs_in_experts = model::McoreProbsInExperts(job);
   c.moe_act_fused = m.bias_activation_fusion &&
                     (silu_glu || (m.activation_func == "quick_gelu" && m.gated_linear_unit));
   c.act_bytes = (m.bf16 || m.fp16) ? 2 : 4;
@@ -298,8 +318,11 @@ ActContext MakeActContext(const model::Job& job) {
   // fuse_wgrad_accumulation: the wgrad GEMM writes a new activation-dtype tensor of the
   // weight's shape (GroupedLinear: one per local expert, allocated together) and returns it
   // as the weight's gradient; distributed_data_parallel.py's hook adds it to main_grad and
-  // drops it. PEFT's frozen base computes none.
-  if (!m.gradient_accumulation_fusion && !job.peft) {
+  // drops it. With fuse_wgrad_accumulation, TE < 2.3 returns a new torch.empty of the same
+  // shape in its place (model/versions.h TeCachesDummyWgrad), dropped the same way. PEFT's
+  // frozen base computes none.
+  const bool wgrad_tensor = !m.gradient_accumulation_fusion || !model::TeCachesDummyWgrad(job);
+  if (wgrad_tensor && !job.peft) {
     // (SequentialMLP without moe_grouped_gemm: one TE linear per expert, each gradient
     // dropped by its hook before the next expert's backward.)
     const std::int64_t local_experts =

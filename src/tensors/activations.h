@@ -15,6 +15,7 @@ enum ActTensor : int {
   kLn1Input,          // layer input (residual), saved for the input-norm backward
   kLn1Output,         // input-norm output = linear_qkv GEMM input, saved for its wgrad
   kAttnQkv,           // q, k, v core attention saves (activations.cc AttentionQkvWidth)
+  kAttnQkNormInput,   // qk_layernorm: the q and k norms' inputs (copies) and fp32 rstdevs
   kAttnOut,           // attention output = linear_proj GEMM input
   kAttnSoftmaxStats,  // fused-attention softmax statistics (fp32)
   kAttnProbs,         // unfused attention: softmax output(s), [b, heads, sq, sk]
@@ -30,9 +31,9 @@ enum ActTensor : int {
   kMoeRouter,         // router logits and probabilities (fp32)
   kMoeDispatch,       // permuted tokens = expert linear_fc1 GEMM input
   kMoeFc1Out,         // expert linear_fc1 output = activation input
-  kMoeActParts,       // unfused expert activation: its output(s) kept by the probs multiply
+  kMoeActParts,       // unfused expert activation: the factors and output its products keep
   kMoeFc2In,          // expert activation output = expert linear_fc2 GEMM input
-  kMoeCombine,        // expert outputs kept for the weighted un-permute
+  kMoeCombine,        // expert outputs kept by the weighted un-permute (MCore < 0.13)
   kSharedFc1Out,      // shared-expert linear_fc1 output
   kSharedFc2In,       // shared-expert linear_fc2 input
   kLoraInput,         // LoRA-A inputs the frozen base does not keep (gathered SP input)
@@ -64,11 +65,15 @@ struct ActContext {
   int hid_div = 1;          // TP with sequence parallelism, else 1
   int etp = 1;              // expert TP
   std::int64_t h = 0, q_width = 0, kv_width_per_rank = 0, heads_per_rank = 0;
+  std::int64_t qk_norm_rows = 0;  // qk_layernorm: local q heads + kv groups per token, else 0
   std::int64_t ffn = 0, moe_ffn = 0, shared_ffn = 0, topk = 1, experts = 0;
   int glu_factor = 1;           // 2 for gated MLPs (fc1 has two halves)
   bool dense_act_fused = true;  // MLP: fused_bias_swiglu / bias_gelu
   bool moe_act_fused = true;    // experts: weighted swiglu / quick-geglu
-  int act_bytes = 2;            // activation dtype (bf16/fp16 2, fp32 4)
+  // MCore >= 0.13: the experts' activation applies the router probabilities, so unpermute
+  // keeps no expert outputs (model/versions.h McoreProbsInExperts).
+  bool moe_probs_in_experts = true;
+  int act_bytes = 2;  // activation dtype (bf16/fp16 2, fp32 4)
   // Without gradient_accumulation_fusion: the linear_fc1 weight gradient the backward
   // returns (bytes of one rank; a MoE layer's grouped GEMM returns every local expert's at
   // once), held until MCore's DDP hook adds it to main_grad. 0 with the fusion or PEFT.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "memtune/model/versions.h"
+
 namespace memtune::tensors {
 
 JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_microbatches) {
@@ -73,11 +75,15 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
   // [vocab / TP, hidden] in the activation dtype, returned as the weight's gradient and
   // dropped by the DDP hook. It is made after the loss backward freed the kept logits,
   // next to the logits gradient and the output layer's input gradient.
-  if (!m.gradient_accumulation_fusion && !job.peft) {
+  // With gradient_accumulation_fusion before Megatron-Core 0.14 / TE 2.3 the placeholder
+  // it returns instead is a new tensor of that shape too (model/versions.h).
+  const bool wgrad_tensor = !m.gradient_accumulation_fusion || !model::McoreCachesOutputWgrad(job);
+  if (wgrad_tensor && !job.peft) {
     f.output_wgrad = std::int64_t{f.act.act_bytes} * vocab_per_rank * m.hidden_size;
     f.output_backward_extra =
         std::max<std::int64_t>(0, f.local_hidden_per_mb + f.output_wgrad - f.logits_per_mb);
   }
+  f.optimizer_impl = job.memtune.optimizer_implementation;
   f.num_microbatches = num_microbatches.value_or(model::NumMicrobatches(job));
   f.num_microbatches = std::max<std::int64_t>(1, f.num_microbatches);
   // tensor_parallel/layers.py: with defer_embedding_wgrad_compute the output layer appends

@@ -27,13 +27,14 @@ struct ActTensorList {
 struct JobFacts {
   ActContext act;
   ParamCatalog params;
-  ActBytes layer[2][2] = {};              // [moe][fp8 layer]
-  std::int64_t layer_total[2][2] = {};    // SumBytes(layer[moe][fp8])
-  ActTensorList layer_tensors[2][2];      // the tensors nonzero in layer[moe][fp8]
-  int uniform_kind = -1;                  // moe*2+fp8 when every layer is alike, else -1
-  bool plain_layers = false;              // uniform_kind, no full recompute, no activation
-                                          // offload: every layer's activations stored
-  KeepRules keep;                         // full recompute / CPU offloading (layer_plan.h)
+  ActBytes layer[2][2] = {};            // [moe][fp8 layer]
+  std::int64_t layer_total[2][2] = {};  // SumBytes(layer[moe][fp8])
+  ActTensorList layer_tensors[2][2];    // the tensors nonzero in layer[moe][fp8]
+  int uniform_kind = -1;                // moe*2+fp8 when every layer is alike, else -1
+  bool plain_layers = false;            // uniform_kind, no full recompute, no activation
+                                        // offload: every layer's activations stored
+  KeepRules keep;                       // full recompute / CPU offloading (layer_plan.h)
+  model::OptimizerImpl optimizer_impl = model::OptimizerImpl::kFused;  // the step's temporaries
   std::int64_t workspace[2][2] = {};      // backward working set, [moe][fp8 layer]
   std::int64_t checkpoint_input = 0;      // full recompute: one unit's saved input
   std::int64_t embedding_per_mb = 0;      // token ids + embedding dropout mask

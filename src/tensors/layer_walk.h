@@ -88,6 +88,7 @@ typename Exec::Handle LayerForward(const LayerSizes& z, const LayerShape& s, Lay
   const Handle g1 = fwd(kFwdLn1Gather);
   save(kAttnMlaLatent);
   save(kAttnQkv);
+  save(kAttnQkNormInput);
   x.Free(g1);
   // Unfused attention: the scores GEMM, then the softmax (and dropout) outputs it keeps.
   const Handle score_in = fwd(kFwdAttnScoreInput);
@@ -212,7 +213,8 @@ typename Exec::Handle LayerBackward(const LayerSizes& z, const LayerShape& s,
   x.Free(d_probs);
   x.Free(d_scores);
   x.Free(grad_o);
-  for (int slot : {int{kAttnSoftmaxStats}, int{kAttnQkv}, kSlotQ, kSlotK, int{kAttnMlaLatent}}) {
+  for (int slot : {int{kAttnSoftmaxStats}, int{kAttnQkv}, kSlotQ, kSlotK, int{kAttnMlaLatent},
+                   int{kAttnQkNormInput}}) {
     x.Release(slot);
   }
   const Handle ln1_g = attn(kAttnBwdLn1Gather);

@@ -48,6 +48,9 @@ class ListSumSink final : public model::ParamTensorSink {
   void Add(const ParamTensor& t) override {
     if (wgrad_ != nullptr) AddWgradShape(*wgrad_, t, tp_, etp_, wgrad_bytes_);
     const std::int64_t n = LocalElements(t, tp_, ep_, etp_);
+    if (!t.is_buffer) {
+      for (ListSums* s : {&all_hp, &fp8, &first_hp}) s->largest = std::max(s->largest, n);
+    }
     AddTo(all_hp, t, n, false);
     if (with_fp8_) AddTo(fp8, t, n, IsTeLinearWeight(t));
     if (count_++ == 0) AddTo(first_hp, t, n, false);
@@ -115,6 +118,7 @@ void Add(RankParams& r, const ListSums& s, std::int64_t times, bool frozen) {
     r.expert_fp8 += s.expert_fp8 * times;
   }
   r.buffers_fp32 += s.buffers * times;
+  if (!frozen) r.largest_tensor = std::max(r.largest_tensor, s.largest);
 }
 
 }  // namespace
@@ -248,6 +252,8 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
   const bool adam = opt.optimizer == model::Optimizer::kAdam;
   g.m1 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_dtype) : 4) : 0;
   g.m2 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_sq_dtype) : 4) : 0;
+  g.adam = adam;
+  g.impl = job.memtune.optimizer_implementation;
   g.on_gpu = opt.optimizer_cpu_offload ? 1.0 - opt.optimizer_offload_fraction : 1.0;
   // distrib_optimizer.py _copy_main_params_to_model_params: with fp8_param_gather the step
   // ends in quantize_param_shard over every fp8 parameter of the optimizer, unless a
@@ -306,6 +312,17 @@ ModelStateBytes ComputeModelState(const ModelStateRules& g, const RankParams& p)
   // distrib_optimizer.py _copy_model_grads_to_main_grads: shard_main_param.grad =
   // shard_model_grad.float() allocates fp32 copies when the grad buffer is not fp32.
   if (gbytes != 4 && !g.aware && !g.fsdp) s.step_transient = opt_bytes(4);
+  // PyTorch's AdamW (torch/optim/adam.py, non-capturable): _multi_tensor_adam makes
+  // exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), one new tensor per parameter of the
+  // group, all alive until the update (the weight-decay group holds all but the norms and
+  // biases: counted as every parameter); _single_tensor_adam computes
+  // (exp_avg_sq.sqrt() / bias_correction2_sqrt) per parameter while the previous one's denom
+  // is still bound: three of the largest parameter's shard at once.
+  if (g.adam && g.impl == model::OptimizerImpl::kForeach) s.step_workspace = opt_bytes(g.m2);
+  if (g.adam && g.impl == model::OptimizerImpl::kForLoop) {
+    s.step_workspace =
+        static_cast<std::int64_t>(3 * g.m2 * (p.largest_tensor / dense_shard) * g.on_gpu);
+  }
   if (g.fp8_cast_copies) {
     s.fp8_cast_copy = static_cast<std::int64_t>(
         (p.dense_fp8 / dense_shard + p.expert_fp8 / expert_shard) * pbytes * g.on_gpu);

@@ -19,9 +19,10 @@ namespace memtune::tensors {
 struct RankParams {
   std::int64_t dense_hp = 0, dense_fp8 = 0, dense_frozen_hp = 0, dense_frozen_fp8 = 0;
   std::int64_t expert_hp = 0, expert_fp8 = 0, expert_frozen_hp = 0, expert_frozen_fp8 = 0;
-  std::int64_t buffers_fp32 = 0;   // persistent fp32 buffers (router expert_bias)
-  std::int64_t te_linear = 0;      // TE linear weight elements (fp8 caches / transposes)
-  std::int64_t largest_layer = 0;  // elements of the largest layer (FSDP all-gather)
+  std::int64_t buffers_fp32 = 0;    // persistent fp32 buffers (router expert_bias)
+  std::int64_t te_linear = 0;       // TE linear weight elements (fp8 caches / transposes)
+  std::int64_t largest_layer = 0;   // elements of the largest layer (FSDP all-gather)
+  std::int64_t largest_tensor = 0;  // elements of the largest trainable tensor
   std::int64_t DenseTrainable() const { return dense_hp + dense_fp8; }
   std::int64_t ExpertTrainable() const { return expert_hp + expert_fp8; }
 };
@@ -29,6 +30,7 @@ struct RankParams {
 // Element sums of one tensor list on one rank (TP / EP sharding applied).
 struct ListSums {
   std::int64_t dense_hp = 0, dense_fp8 = 0, expert_hp = 0, expert_fp8 = 0, buffers = 0;
+  std::int64_t largest = 0;  // elements of the largest trainable tensor (not summed)
   std::int64_t Total() const { return dense_hp + dense_fp8 + expert_hp + expert_fp8 + buffers; }
 };
 
@@ -78,9 +80,12 @@ struct ModelStateBytes {
   std::int64_t exp_avg_sq = 0;            // Adam second moment (GPU share)
   std::int64_t expert = 0;                // the part of all the above that is routed experts
   std::int64_t step_transient = 0;        // optimizer step: fp32 copies of bf16 grad shards
-  std::int64_t fp8_cast_copy = 0;         // optimizer step, after Adam: params_dtype copies of the
-                                          // fp8 params' main shards (TE quantize_master_weights)
-  std::int64_t fsdp_gather = 0;           // Megatron-FSDP: unsharded layer params during compute
+  // Optimizer step temporaries of PyTorch's AdamW (memtune.optimizer_implementation):
+  // foreach, the sqrt of every exp_avg_sq at once; for_loop, three of the largest one.
+  std::int64_t step_workspace = 0;
+  std::int64_t fp8_cast_copy = 0;  // optimizer step, after Adam: params_dtype copies of the
+                                   // fp8 params' main shards (TE quantize_master_weights)
+  std::int64_t fsdp_gather = 0;    // Megatron-FSDP: unsharded layer params during compute
   std::int64_t Total() const {
     return params_hp + params_fp8 + fp8_transpose + buffers + attn_score_buffer +
            output_gather_buffer + te_workspace + torch_workspace + dummy_wgrad + grads +
@@ -106,6 +111,8 @@ struct ModelStateRules {
   bool fp8_cast_copies = false;    // the step re-quantizes fp8 params through params_dtype copies
   int master = 4, m1 = 4, m2 = 4;  // optimizer state bytes per element
   double on_gpu = 1.0;             // share of optimizer state on the GPU
+  bool adam = true;                // optimizer.optimizer == adam (else SGD: no moments)
+  model::OptimizerImpl impl = model::OptimizerImpl::kFused;
 };
 ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transpose);
 // ComputeModelState(job, params, fp8_needs_transpose) with the job's rules resolved.

@@ -11,6 +11,7 @@
 #include "memtune/core/units.h"
 #include "memtune/model/gpu_catalog.h"
 #include "memtune/model/parameters.h"
+#include "memtune/model/versions.h"
 
 namespace memtune::tensors {
 namespace {
@@ -112,15 +113,19 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
   // into get_global_memory_buffer().get_tensor(..., "mpu"), kept for the run.
   if (act.hid_div > 1) r.output_gather_bytes = std::int64_t{act.act_bytes} * act.h * act.tokens;
   // Placeholders need gradient_accumulation_fusion and a weight gradient: none for PEFT's
-  // frozen base and output layer.
+  // frozen base and output layer. Older releases return a new tensor per backward instead
+  // (model/versions.h; activations.cc and job_facts.cc count that one).
   if (!job.peft && m.gradient_accumulation_fusion) {
-    r.wgrad_dense = catalog.wgrad_layer[0];
-    r.wgrad_moe = catalog.wgrad_layer[1];
+    if (model::TeCachesDummyWgrad(job)) {
+      r.wgrad_dense = catalog.wgrad_layer[0];
+      r.wgrad_moe = catalog.wgrad_layer[1];
+      r.wgrad_mtp = catalog.wgrad_mtp;
+    }
     // MCore layers.py: get_dummy_wgrad(main_grad.shape, input.dtype). The weight is
     // [vocab / TP, hidden] whether it is the output layer's own or the tied embedding.
     const int tp = std::max(1, m.tensor_model_parallel_size);
-    r.wgrad_output.Add({model::PaddedVocabSize(job) / tp, m.hidden_size, act.act_bytes});
-    r.wgrad_mtp = catalog.wgrad_mtp;
+    if (model::McoreCachesOutputWgrad(job))
+      r.wgrad_output.Add({model::PaddedVocabSize(job) / tp, m.hidden_size, act.act_bytes});
     r.wgrad_bytes = WgradBytesByMask(r);
   }
   return r;
@@ -132,8 +137,9 @@ std::array<std::int64_t, kWgradSourceMasks> WgradBytesByMask(const WorkspaceRule
                         (rules.wgrad_output.count > 0 ? kWgradOutput : 0) |
                         (rules.wgrad_mtp.count > 0 ? kWgradMtp : 0);
   std::array<std::int64_t, kWgradSourceMasks> bytes{};
+  // A source without shapes (PEFT, or a release without the cache for it) adds none.
   for (int mask = 1; mask < kWgradSourceMasks; ++mask) {
-    if ((mask & available) == mask) bytes[mask] = DummyWgradShapes(rules, mask).Bytes();
+    if ((mask & available) != 0) bytes[mask] = DummyWgradShapes(rules, mask).Bytes();
   }
   return bytes;
 }

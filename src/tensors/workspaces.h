@@ -83,8 +83,8 @@ struct WorkspaceRules {
 
 // The distinct placeholder shapes of a rank with the given WgradSource mask.
 WgradShapes DummyWgradShapes(const WorkspaceRules& rules, int sources);
-// DummyWgradShapes(rules, mask).Bytes() for every mask whose sources all have shapes (the
-// masks a rank can have); 0 for the others.
+// DummyWgradShapes(rules, mask).Bytes() for every mask (a source without shapes adds none;
+// 0 when none of the mask's sources has shapes).
 std::array<std::int64_t, kWgradSourceMasks> WgradBytesByMask(const WorkspaceRules& rules);
 // `act`: MakeActContext(job); `catalog`: MakeParamCatalog(job), whose pass over the layer
 // tensors collected their placeholder shapes.

@@ -15,7 +15,7 @@ struct AllocatorFlags {
   std::string emit_trace;  // --emit-trace FILE
   int trace_rank = -1;     // --trace-rank N (default: the most loaded rank)
   int iterations = 2;
-  std::string torch_version = alloc::kDefaultTorchVersion.ToString();
+  std::string torch_version;  // "" = the job's memtune.versions.torch, else 2.9
   bool no_allocator = false;
 };
 

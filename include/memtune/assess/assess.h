@@ -98,7 +98,9 @@ struct AssessOptions {
   // allocator advice. Off: the estimate and its allocated fit only.
   bool simulate_allocator = true;
   int iterations = 2;  // training iterations synthesized and replayed (1 to 100)
-  alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
+  // The PyTorch release whose allocator rules apply; nullopt = the job's
+  // memtune.versions.torch, else alloc::kDefaultTorchVersion.
+  std::optional<alloc::TorchVersion> torch_version;
   double reserved_uncertainty = kDefaultReservedUncertainty;  // see the constant; 0 to 1
 };
 
@@ -117,7 +119,8 @@ struct Assessment {
 // Estimates, forecasts and judges `job` (an effective job, model/job.h).
 // Errors: those of estimate::EstimateMemory; kInvalidConfig naming the memtune.env field
 // when the allocator config or an NCCL setting does not parse (PyTorch's message, or the
-// entry, its value and what is allowed); kInvalidInput naming
+// entry, its value and what is allowed), or memtune.versions.torch when it names a release
+// the allocator rules do not know; kInvalidInput naming
 // "iterations" or "reserved_uncertainty" when out of range. A job the synthesizer does not
 // model is not an error: the forecast is absent and forecast_note says why.
 // Example: AssessJob(job)->verdicts.front().state == VerdictState::kFits.

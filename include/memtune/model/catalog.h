@@ -4,7 +4,9 @@
 // Hugging Face config.json or paper it restates), `published_parameters` (the published
 // count, its source and, where memtune's count differs, the `relation` between the two),
 // `memtune_parameters` (what model::CountParameters gives at TP 1) and a job-format `model:`
-// mapping (architecture fields only). The `model:` mapping is read by the one job parser
+// mapping (architecture fields, and the defaults its Megatron-Bridge model bridge sets where
+// they differ from memtune's, e.g. the Qwen3 bridges' bias_activation_fusion: false). The
+// `model:` mapping is read by the one job parser
 // (model/job_parse.h, `model: {preset: NAME}`); this header only serves the files and their
 // catalog metadata. docs/catalog.md lists every entry with its sources.
 #pragma once

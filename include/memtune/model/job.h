@@ -327,6 +327,12 @@ struct Fsdp2Config {
   bool operator==(const Fsdp2Config&) const = default;
 };
 
+// Which Adam (or SGD) implementation Megatron's optimizer/__init__.py ends up with:
+// TE's or Apex's FusedAdam ("fused"), else PyTorch's AdamW, which picks its foreach
+// implementation for CUDA parameters ("foreach"; torch/optim/optimizer.py
+// _default_to_fused_or_foreach) unless foreach=False ("for_loop").
+enum class OptimizerImpl { kFused, kForeach, kForLoop };
+
 // memtune: hardware and launch environment. MemtuneBase holds the fields a JobSpec and a
 // Job share; MemtuneSection adds the derived world size.
 // memtune.versions: versions of the libraries the run uses, where memory depends on them.
@@ -336,6 +342,12 @@ struct VersionsConfig {
   // d98e8a64). --mode megatron-lm follows the theoretical_memory_usage.py of that version
   // (docs/estimator-compat.md "Versions").
   std::string megatron_core;
+  // Transformer Engine "MAJOR.MINOR[.PATCH]"; "" = the newest (2.20, TE d0067d0d): the
+  // weight-gradient placeholders (model/versions.h TeCachesDummyWgrad).
+  std::string transformer_engine;
+  // PyTorch "MAJOR.MINOR" whose allocator rules the forecast follows when the caller names
+  // none (memtune estimate --torch-version wins); "" = 2.9 (alloc/config.h).
+  std::string torch;
 
   bool operator==(const VersionsConfig&) const = default;
 };
@@ -348,6 +360,8 @@ struct MemtuneBase {
   std::map<std::string, std::string> env;  // launch environment (PYTORCH_CUDA_ALLOC_CONF, ...)
   Fsdp2Config fsdp2;
   VersionsConfig versions;
+  // The optimizer step's temporaries depend on it (tensors/model_state.h step_workspace).
+  OptimizerImpl optimizer_implementation = OptimizerImpl::kFused;
   std::string recipe;  // the Bridge recipe the job starts from (model/recipes.h), or ""
   // memtune.torchtitan: torchtitan JobConfig settings by dotted name
   // ("parallelism.enable_async_tensor_parallel" -> "true"; lists joined by ','). Memory

@@ -174,6 +174,17 @@ TEST(HfConfigTest, Qwen3HasQkLayernormAndHeadDim) {
   EXPECT_EQ(Int(m, "seq_length"), 40960);
 }
 
+// Bridge's Qwen2 / Qwen3 / Qwen3-MoE bridges leave TransformerConfig's
+// bias_activation_fusion (False); the Llama bridge sets True (memtune's default: absent).
+TEST(HfConfigTest, QwenBridgesLeaveBiasActivationFusionOff) {
+  for (const char* config : {kQwen25_7B, kQwen3_8B, kQwen3_30B_A3B}) {
+    const YAML::Node m = Convert(config);
+    ASSERT_TRUE(m["bias_activation_fusion"]);
+    EXPECT_FALSE(Bool(m, "bias_activation_fusion"));
+  }
+  EXPECT_FALSE(Convert(kLlama3_8B)["bias_activation_fusion"]);
+}
+
 TEST(HfConfigTest, Qwen3MoeExperts) {
   const YAML::Node m = Convert(kQwen3_30B_A3B);
   EXPECT_EQ(Int(m, "num_moe_experts"), 128);

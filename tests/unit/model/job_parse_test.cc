@@ -176,11 +176,10 @@ TEST(JobParseTest, UnknownMemtuneFieldIsAnError) {
   const Error e = ParseError(std::string(kArch) + "memtune: {wrold_size: 8}\n");
   EXPECT_EQ(e.code, ErrorCode::kInvalidConfig);
   EXPECT_EQ(e.field, "memtune.wrold_size");
-  EXPECT_EQ(
-      Line(e),
-      "memtune.wrold_size is not a memtune field; did you mean 'world_size'? allowed: "
-      "framework, world_size, gpu, gpu_memory_bytes, gpus_per_node, env, fsdp2, versions, recipe, "
-      "torchtitan");
+  EXPECT_EQ(Line(e),
+            "memtune.wrold_size is not a memtune field; did you mean 'world_size'? allowed: "
+            "framework, world_size, gpu, gpu_memory_bytes, gpus_per_node, env, fsdp2, versions, "
+            "optimizer_implementation, recipe, torchtitan");
   EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {fsdp2: {shard: 2}}\n")),
             "memtune.fsdp2.shard is not a memtune.fsdp2 field; allowed: shard_degree, "
             "reshard_after_forward, param_dtype, reduce_dtype, activation_checkpoint, float8, "

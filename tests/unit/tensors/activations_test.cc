@@ -160,7 +160,8 @@ TEST(ActivationsTest, MoeModulesDropTheirTensors) {
   job.model.moe_ffn_hidden_size = 8;
   auto ctx = MakeActContext(job);
   const auto a = LayerActivations(ctx, true, true);
-  EXPECT_EQ(a[kMoeRouter], 4 * 32);        // fp32 logits + probs, 4 experts
+  // fp32 logits + probs of 4 experts, and the 2 permuted fp32 probs per token.
+  EXPECT_EQ(a[kMoeRouter], 4 * (32 + 8));
   EXPECT_EQ(a[kMoeDispatch], 4 * 2 * 16);  // top-2 copies of the 8-wide token
   EXPECT_EQ(a[kMoeFc1Out], 4 * 2 * 2 * 16);
   EXPECT_EQ(a[kMoeFc2In], 4 * 2 * 16);
@@ -170,6 +171,37 @@ TEST(ActivationsTest, MoeModulesDropTheirTensors) {
   const auto none = LayerActivations(ctx, true, true);
   EXPECT_EQ(none[kMoeRouter] + none[kMoeDispatch] + none[kMoeFc1Out] + none[kMoeCombine], 0);
   EXPECT_EQ(none[kLn2Output], 64);  // the checkpointed MoE keeps its input
+}
+
+// Megatron-Core < 0.13 un-permutes with the probabilities, which keeps the expert outputs;
+// from 0.13 the experts' activation applies them (model/versions.h McoreProbsInExperts).
+TEST(ActivationsTest, MoeCombineKeptOnlyBeforeMegatronCore013) {
+  auto job = TinyJob();
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 8;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeCombine], 0);
+  job.memtune.versions.megatron_core = "0.12.3";
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeCombine], 4 * 2 * 2 * 8);
+  job.memtune.versions.megatron_core = "0.13";
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeCombine], 0);
+  // Unfused gated experts: act(x_glu) and x_linear always; the probs multiply's input only
+  // where the experts apply the probabilities (2 B x f_e 8 x top-2 x 4 tokens per part).
+  job.model.bias_activation_fusion = false;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeActParts], 3 * 2 * 8 * 2 * 4);
+  job.memtune.versions.megatron_core = "0.12";
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeActParts], 2 * 2 * 8 * 2 * 4);
+}
+
+// qk_layernorm: TE's q and k norms save contiguous copies of their inputs (q 8 + k 8
+// elements per token, bf16) and one fp32 rstdev per head row (2 heads + 2 groups).
+TEST(ActivationsTest, QkLayernormSavesTheNormInputs) {
+  auto job = TinyJob();
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnQkNormInput], 0);
+  job.model.qk_layernorm = true;
+  const auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kAttnQkNormInput], 4 * (2 * (8 + 8) + 4 * (2 + 2)));
+  EXPECT_EQ(SumBytes(a), 928 + 4 * 48);
 }
 
 TEST(ActivationsTest, CheckpointInputAndWorkspace) {
