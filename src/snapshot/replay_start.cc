@@ -28,6 +28,7 @@ struct LiveBlock {
   std::int64_t size_bytes = 0;
   std::int64_t requested_bytes = 0;
   bool estimated = false;  // freed during the trace: size from the request, not the snapshot
+  std::size_t first_free = 0;  // estimated: trace index of the block's first free
 };
 
 class Undo {
@@ -40,9 +41,13 @@ class Undo {
   void Unmap(const TraceEntry& e);   // undo segment_map: cut the range out of its run
   void Remap(const TraceEntry& e);   // undo segment_unmap: put the range back, merge
   void WidenEstimates();
+  // The end of the estimated block at `address` as the trace bounds it: the lowest address
+  // in [`from`, `limit`) allocated before the block's first free, else `limit`.
+  std::int64_t TraceBoundary(const LiveBlock& b, std::int64_t from, std::int64_t limit) const;
 
   std::map<std::int64_t, Range> segments_;  // address -> native segment or mapped run
   std::map<std::int64_t, LiveBlock> live_;
+  std::map<std::int64_t, std::size_t> first_alloc_;  // address -> trace index of its first alloc
   StartState out_;
 };
 
@@ -61,14 +66,18 @@ Undo::Undo(const Snapshot& snapshot, int device) {
 }
 
 void Undo::Run(const std::vector<TraceEntry>& trace) {
-  for (auto it = trace.rbegin(); it != trace.rend(); ++it) {
-    const TraceEntry& e = *it;
+  for (std::size_t i = trace.size(); i-- > 0;) {
+    const TraceEntry& e = trace[i];
     switch (e.action) {
-      case TraceAction::kAlloc: live_.erase(e.addr); break;
+      case TraceAction::kAlloc:
+        live_.erase(e.addr);
+        first_alloc_[e.addr] = i;  // walking backwards: the last write is the first alloc
+        break;
       case TraceAction::kFreeRequested:
       case TraceAction::kFreeCompleted: {
         const std::int64_t size = std::max(kBlockAlign, (e.size_bytes + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
-        live_.try_emplace(e.addr, LiveBlock{size, e.size_bytes, true});
+        auto [block, fresh] = live_.try_emplace(e.addr, LiveBlock{size, e.size_bytes, true, i});
+        if (!fresh && block->second.estimated) block->second.first_free = i;
         break;
       }
       case TraceAction::kSegmentAlloc: segments_.erase(e.addr); break;
@@ -120,8 +129,17 @@ void Undo::Remap(const TraceEntry& e) {
   segments_[start] = Range{size, e.stream, pool, true};
 }
 
+std::int64_t Undo::TraceBoundary(const LiveBlock& b, std::int64_t from, std::int64_t limit) const {
+  for (auto it = first_alloc_.lower_bound(from); it != first_alloc_.end() && it->first < limit; ++it) {
+    if (it->second < b.first_free) return it->first;
+  }
+  return limit;
+}
+
 // A native large block is never followed by a free remainder of <= 1 MiB (allocator.md 5.3):
-// such a gap belongs to the block.
+// such a gap belongs to the block. The gap ends at the next live block, the segment end, or
+// an address the trace allocates while the block is still live (a native alloc takes the
+// low end of a free block, so a block starts there).
 void Undo::WidenEstimates() {
   for (auto it = live_.begin(); it != live_.end(); ++it) {
     if (!it->second.estimated) continue;
@@ -131,8 +149,11 @@ void Undo::WidenEstimates() {
     if (seg->second.expandable || seg->second.pool != PoolType::kLarge) continue;
     const std::int64_t seg_end = seg->first + seg->second.size_bytes;
     auto next = std::next(it);
-    const std::int64_t limit = next != live_.end() && next->first < seg_end ? next->first : seg_end;
-    const std::int64_t gap = limit - (it->first + it->second.size_bytes);
+    const std::int64_t end = it->first + it->second.size_bytes;
+    const std::int64_t live_limit = next != live_.end() && next->first < seg_end ? next->first : seg_end;
+    const std::int64_t scan_end = std::min(live_limit, end + kSplitRemainder + 1);
+    const std::int64_t boundary = TraceBoundary(it->second, end, scan_end);
+    const std::int64_t gap = (boundary < scan_end ? boundary : live_limit) - end;
     if (gap > 0 && gap <= kSplitRemainder) it->second.size_bytes += gap;
   }
 }
