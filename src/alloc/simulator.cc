@@ -44,7 +44,8 @@ void Simulator::Impl::SetMemoryFraction(double fraction) {
 
 AllocResult Simulator::Impl::Alloc(HandleId handle, std::int64_t size_bytes,
                                    std::int64_t recorded_request, StreamId stream) {
-  if (handle >= handles_.size()) [[unlikely]] GrowHandles(handle);
+  if (handle >= handles_.size()) [[unlikely]]
+    GrowHandles(handle);
   BlockId& slot = handles_[handle];
   if (slot != kNoBlock) {
     const bool pending = slot >= 0 && arena_[slot].state == BlockState::kPendingFree;

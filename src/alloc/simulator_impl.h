@@ -68,8 +68,7 @@ class Simulator::Impl {
   // --- front ends (simulator.cc) ---
   // Alloc and Free are inlined into Simulator::Alloc / Simulator::Free (simulator.cc).
   [[gnu::always_inline]] inline AllocResult Alloc(HandleId handle, std::int64_t size_bytes,
-                                                  std::int64_t recorded_request,
-                                                  StreamId stream);
+                                                  std::int64_t recorded_request, StreamId stream);
   [[gnu::always_inline]] inline FreeStatus Free(HandleId handle);
   FreeStatus FreeCompleted(HandleId handle);
   FreeStatus RecordStream(HandleId handle, StreamId stream);
