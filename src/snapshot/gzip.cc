@@ -32,8 +32,8 @@ Result<std::string> Gunzip(std::string_view bytes, std::int64_t max_output_bytes
   while (true) {
     if (static_cast<std::int64_t>(out.size()) >= max_output_bytes) {
       inflateEnd(&zs);
-      return InvalidInput("", "gzip data expands beyond " + std::to_string(max_output_bytes) +
-                                  " bytes");
+      return InvalidInput("", "gzip data expands beyond " + std::to_string(max_output_bytes) + " bytes",
+                          "raise the limit with --max-snapshot-size if the snapshot is real");
     }
     const std::size_t room = std::min<std::size_t>(
         kChunkBytes, static_cast<std::size_t>(max_output_bytes) - out.size());

@@ -42,6 +42,7 @@ Status SnapshotParser::Traces(PickleValue list, const Path& path) {
     Path dp(&path, d);
     const PickleValue trace = list.at(d);
     if (trace.kind() != PickleKind::kList) return WrongType(dp, "list", trace.kind());
+    MEMTUNE_RETURN_IF_ERROR(Spend(trace.size(), dp));
     std::vector<TraceEntry>& out = snapshot_.device_traces[d];
     out.reserve(trace.size());
     for (std::size_t i = 0; i < trace.size(); ++i) {

@@ -17,6 +17,8 @@ namespace memtune::snapshot {
 
 class SnapshotParser {
  public:
+  // `item_budget`: most segments, blocks and trace entries the conversion may produce.
+  explicit SnapshotParser(std::int64_t item_budget) : items_left_(item_budget), item_budget_(item_budget) {}
   Result<Snapshot> Run(PickleValue root);
 
  private:
@@ -25,6 +27,7 @@ class SnapshotParser {
 
   Status Segments(PickleValue list, const Path& path);        // snapshot_parse_segments.cc
   Status OneSegment(PickleValue dict, const Path& path);
+  Status CheckOverlaps(const Path& path) const;
   Status SegmentField(Segment& seg, std::string_view key, PickleValue v, const Path& path);
   Status Blocks(Segment& seg, PickleValue list, const Path& path);
   Result<Block> OneBlock(PickleValue dict, const Path& path, bool& has_address);
@@ -45,6 +48,11 @@ class SnapshotParser {
   Result<StackId> Stack(PickleValue frames, const Path& path);  // snapshot_parse.cc
   Result<std::int32_t> FrameIndex(PickleValue frame, const Path& path);
 
+  // Takes `count` items from the budget, before they are built; the error names the limit.
+  Status Spend(std::size_t count, const Path& path);  // snapshot_parse.cc
+
+  std::int64_t items_left_;
+  std::int64_t item_budget_;
   Snapshot snapshot_;
   // Memo-shared keys, actions and frame lists are classified once per id (see id_cache.h).
   IdCache<EntryKey> entry_keys_;

@@ -4,6 +4,7 @@
 
 #include "command.h"
 #include "commands.h"
+#include "snapshot_input.h"
 #include "memtune/core/units.h"
 #include "memtune/report/replay_report.h"
 #include "memtune/snapshot/replay.h"
@@ -28,6 +29,8 @@ int RunReplay(int argc, char** argv) {
       "memory PyTorch may use, e.g. 79GiB (default: from the recorded OOM, else unlimited)");
   app.add_option("--torch-version", version,
                  "PyTorch release whose allocator rules apply (default: 2.9)");
+  std::string max_size;
+  AddSnapshotSizeOption(app, max_size);
   AddFormatOption(app, format);
   if (int code = ParseArgs(app, argc, argv); code >= 0) return code;
 
@@ -43,7 +46,7 @@ int RunReplay(int argc, char** argv) {
     if (!parsed) return PrintError("replay", parsed.error());
     options.torch_version = *parsed;
   }
-  auto snap = snapshot::LoadSnapshotFile(path);
+  auto snap = LoadSnapshotArg(path, max_size);
   if (!snap) return PrintError("replay", snap.error());
   auto report = snapshot::Replay(*snap, options);
   if (!report) return PrintError("replay", report.error());

@@ -116,8 +116,10 @@ struct Snapshot {
 // Bounds for LoadSnapshot.
 struct SnapshotLimits {
   PickleLimits pickle;
-  // Largest decompressed size accepted for a gzip'd file, in bytes.
-  std::int64_t max_decompressed_bytes = 64LL * 1024 * 1024 * 1024;
+  // Largest decompressed size accepted for a gzip'd file, in bytes. 512 MiB is far above
+  // real snapshots (a full 1 M-entry trace with stacks is a few hundred MB) and keeps a
+  // gzip bomb near 512 MiB of memory; the CLI raises it with --max-snapshot-size.
+  std::int64_t max_decompressed_bytes = std::int64_t{512} << 20;
 };
 
 // Converts a parsed pickle to a Snapshot. Unknown keys are ignored; missing optional keys
