@@ -48,20 +48,23 @@ Status SnapshotParser::CheckOverlaps(const Path& path) const {
   for (std::size_t k = 1; k < order.size(); ++k) {
     const Segment& prev = segs[order[k - 1]];
     const Segment& seg = segs[order[k]];
-    const std::uint64_t gap = static_cast<std::uint64_t>(seg.address) - static_cast<std::uint64_t>(prev.address);
+    const std::uint64_t gap =
+        static_cast<std::uint64_t>(seg.address) - static_cast<std::uint64_t>(prev.address);
     if (prev.device != seg.device || prev.total_size_bytes <= 0 ||
         static_cast<std::uint64_t>(prev.total_size_bytes) <= gap) {
       continue;
     }
-    const std::size_t first = std::min(order[k - 1], order[k]), second = std::max(order[k - 1], order[k]);
+    const std::size_t first = std::min(order[k - 1], order[k]),
+                      second = std::max(order[k - 1], order[k]);
     Path p(&path, second);
-    const std::string what = prev.address == seg.address && prev.total_size_bytes == seg.total_size_bytes
-                                 ? "lists the same segment as "
-                                 : "overlaps ";
+    const std::string what =
+        prev.address == seg.address && prev.total_size_bytes == seg.total_size_bytes
+            ? "lists the same segment as "
+            : "overlaps ";
     char hex[32];
     std::snprintf(hex, sizeof(hex), "0x%" PRIx64, static_cast<std::uint64_t>(seg.address));
-    return InvalidInput(p.str(), what + "segments[" + std::to_string(first) + "] (address " + hex + ", device " +
-                                     std::to_string(seg.device) +
+    return InvalidInput(p.str(), what + "segments[" + std::to_string(first) + "] (address " + hex +
+                                     ", device " + std::to_string(seg.device) +
                                      "); a snapshot lists each device memory range once");
   }
   return OkStatus();

@@ -18,20 +18,30 @@ namespace memtune::snapshot {
 class SnapshotParser {
  public:
   // `item_budget`: most segments, blocks and trace entries the conversion may produce.
-  explicit SnapshotParser(std::int64_t item_budget) : items_left_(item_budget), item_budget_(item_budget) {}
+  explicit SnapshotParser(std::int64_t item_budget)
+      : items_left_(item_budget), item_budget_(item_budget) {}
   Result<Snapshot> Run(PickleValue root);
 
  private:
   // The keys of a trace entry that ParseSnapshot reads (snapshot_parse_traces.cc).
-  enum class EntryKey : std::uint8_t { kAction, kAddr, kDeviceFree, kSize, kStream, kTimeUs, kFrames, kOther };
+  enum class EntryKey : std::uint8_t {
+    kAction,
+    kAddr,
+    kDeviceFree,
+    kSize,
+    kStream,
+    kTimeUs,
+    kFrames,
+    kOther
+  };
 
-  Status Segments(PickleValue list, const Path& path);        // snapshot_parse_segments.cc
+  Status Segments(PickleValue list, const Path& path);  // snapshot_parse_segments.cc
   Status OneSegment(PickleValue dict, const Path& path);
   Status CheckOverlaps(const Path& path) const;
   Status SegmentField(Segment& seg, std::string_view key, PickleValue v, const Path& path);
   Status Blocks(Segment& seg, PickleValue list, const Path& path);
   Result<Block> OneBlock(PickleValue dict, const Path& path, bool& has_address);
-  Status Traces(PickleValue list, const Path& path);          // snapshot_parse_traces.cc
+  Status Traces(PickleValue list, const Path& path);  // snapshot_parse_traces.cc
   Result<TraceEntry> OneEntry(PickleValue dict, const Path& path);
   Status Settings(PickleValue dict, const Path& path);
   // Which entry key / action a str value is; cached by value id.

@@ -3,9 +3,9 @@
 
 #include "command.h"
 #include "commands.h"
-#include "snapshot_input.h"
 #include "memtune/report/inspect_report.h"
 #include "memtune/snapshot/inspect.h"
+#include "snapshot_input.h"
 
 namespace memtune::cli {
 

@@ -1,9 +1,8 @@
 // Reading a snapshot file in the commands that take one: --max-snapshot-size and the load.
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "memtune/snapshot/snapshot.h"
 
