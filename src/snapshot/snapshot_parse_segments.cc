@@ -18,7 +18,7 @@ Result<BlockState> ParseState(std::string_view s, const Path& path) {
     return BlockState::kActivePendingFree;
   }
   if (s == "inactive") return BlockState::kInactive;
-  return InvalidInput(path.str(), "'" + SanitizeUtf8(s.substr(0, 40)) +
+  return InvalidInput(path.str(), std::string("'").append(SanitizeUtf8(s.substr(0, 40))) +
                                       "' is not a block state; allowed: active_allocated, "
                                       "active_pending_free, inactive");
 }
@@ -123,7 +123,7 @@ Status SnapshotParser::SegmentField(Segment& seg, std::string_view key, PickleVa
     Path p(&path, "segment_type");
     MEMTUNE_TRY(std::string_view t, ToStr(v, p));
     if (t != "large" && t != "small") {
-      return InvalidInput(p.str(), "'" + SanitizeUtf8(t.substr(0, 40)) +
+      return InvalidInput(p.str(), std::string("'").append(SanitizeUtf8(t.substr(0, 40))) +
                                        "' is not a pool type; allowed: large, small");
     }
     seg.segment_type = t == "small" ? PoolType::kSmall : PoolType::kLarge;

@@ -4,10 +4,10 @@
 
 #include "command.h"
 #include "commands.h"
-#include "snapshot_input.h"
 #include "memtune/core/units.h"
 #include "memtune/report/replay_report.h"
 #include "memtune/snapshot/replay.h"
+#include "snapshot_input.h"
 
 namespace memtune::cli {
 
