@@ -17,7 +17,13 @@ Simulator::Impl::Impl(SimulatorOptions options)
 
 // The public entry points of the hot path live here, with their Impl bodies inlined.
 AllocResult Simulator::Alloc(HandleId handle, std::int64_t size_bytes, StreamId stream) {
-  return impl_->Alloc(handle, size_bytes, stream);
+  return impl_->Alloc(handle, size_bytes, -1, stream);
+}
+AllocResult Simulator::AllocRecorded(HandleId handle, std::int64_t size_bytes,
+                                     std::int64_t requested_bytes, StreamId stream) {
+  MEMTUNE_CHECK(requested_bytes >= 0 && requested_bytes <= size_bytes,
+                "recorded request outside [0, size]");
+  return impl_->Alloc(handle, size_bytes, requested_bytes, stream);
 }
 FreeStatus Simulator::Free(HandleId handle) { return impl_->Free(handle); }
 
@@ -36,8 +42,10 @@ void Simulator::Impl::SetMemoryFraction(double fraction) {
       static_cast<std::int64_t>(fraction * static_cast<double>(options_.capacity_bytes));
 }
 
-AllocResult Simulator::Impl::Alloc(HandleId handle, std::int64_t size_bytes, StreamId stream) {
-  if (handle >= handles_.size()) [[unlikely]] GrowHandles(handle);
+AllocResult Simulator::Impl::Alloc(HandleId handle, std::int64_t size_bytes,
+                                   std::int64_t recorded_request, StreamId stream) {
+  if (handle >= handles_.size()) [[unlikely]]
+    GrowHandles(handle);
   BlockId& slot = handles_[handle];
   if (slot != kNoBlock) {
     const bool pending = slot >= 0 && arena_[slot].state == BlockState::kPendingFree;
@@ -49,6 +57,7 @@ AllocResult Simulator::Impl::Alloc(HandleId handle, std::int64_t size_bytes, Str
     return AllocResult{};
   }
   AllocParams p;
+  p.recorded_request = recorded_request;
   if (!Malloc(size_bytes, stream, p)) return AllocResult{AllocStatus::kOutOfMemory, 0, 0};
   Block& b = arena_[p.block];
   b.owner = handle;
@@ -171,11 +180,12 @@ BlockId Simulator::Impl::AllocFoundBlock(const AllocParams& p, std::int64_t orig
     }
   }
   Block& b = arena_[id];
+  const std::int64_t requested = p.recorded_request >= 0 ? p.recorded_request : orig;
   b.state = BlockState::kAllocated;
-  b.requested_size = orig;
+  b.requested_size = requested;
   b.stream_used = false;
-  Emit(AllocatorEventKind::kAlloc, b.ptr, orig, b.stream, b.pool);
-  ledger_.Apply({StatEventKind::kBlockAllocated, b.pool, Oversize(b.size), b.size, orig});
+  Emit(AllocatorEventKind::kAlloc, b.ptr, requested, b.stream, b.pool);
+  ledger_.Apply({StatEventKind::kBlockAllocated, b.pool, Oversize(b.size), b.size, requested});
   return id;
 }
 

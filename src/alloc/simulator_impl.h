@@ -45,6 +45,9 @@ struct AllocParams {
   // memtune removes it in alloc_found_block(), where a split replaces it by the remainder in
   // one step (nothing touches the set in between).
   bool cached = false;
+  // The request recorded in the block (requested_size, alloc events, stats); -1 = the
+  // caller's request. Set by Simulator::AllocRecorded only.
+  std::int64_t recorded_request = -1;
 };
 
 // A free neighbour merged into a block being freed whose free-set entry is still in place,
@@ -65,7 +68,7 @@ class Simulator::Impl {
   // --- front ends (simulator.cc) ---
   // Alloc and Free are inlined into Simulator::Alloc / Simulator::Free (simulator.cc).
   [[gnu::always_inline]] inline AllocResult Alloc(HandleId handle, std::int64_t size_bytes,
-                                                  StreamId stream);
+                                                  std::int64_t recorded_request, StreamId stream);
   [[gnu::always_inline]] inline FreeStatus Free(HandleId handle);
   FreeStatus FreeCompleted(HandleId handle);
   FreeStatus RecordStream(HandleId handle, StreamId stream);

@@ -132,7 +132,7 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
   const int args = n - 1;
   if (args < spec->min_args || args > spec->max_args) {
     return Fail(
-        "'" + std::string(spec->name) + "' takes " +
+        std::string("'").append(spec->name) + "' takes " +
         (spec->min_args == spec->max_args
              ? std::to_string(spec->min_args)
              : std::to_string(spec->min_args) + " or " + std::to_string(spec->max_args)) +
@@ -148,7 +148,8 @@ Result<bool> TraceReader::ParseLine(std::string_view text, TraceEvent& event) {
       // At most 19 digits: below 10^19 < 2^64, so the unsigned sum cannot wrap.
       std::uint64_t u = 0;
       for (char c : t) u = u * 10 + static_cast<std::uint64_t>(c - '0');
-      v = u > static_cast<std::uint64_t>(kMaxTraceBytes) ? kMaxTraceBytes + 1 : static_cast<std::int64_t>(u);
+      v = u > static_cast<std::uint64_t>(kMaxTraceBytes) ? kMaxTraceBytes + 1
+                                                         : static_cast<std::int64_t>(u);
     } else {
       auto parsed = ParseBytes(t, "size");
       if (!parsed) return Fail("bad size '" + std::string(t) + "': " + parsed.error().message);

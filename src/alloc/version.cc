@@ -44,7 +44,8 @@ Result<TorchVersion> ParseTorchVersion(std::string_view text, std::string_view f
                         ParseSmallInt(rest.substr(rest.find('.') + 1), patch);
   if (dot == std::string_view::npos || !ParseSmallInt(s.substr(0, dot), major) ||
       !ParseSmallInt(minor_text, minor) || !patch_ok) {
-    return InvalidInput(where, "'" + std::string(text) + "' is not a PyTorch version", allowed);
+    return InvalidInput(where, std::string("'").append(text) + "' is not a PyTorch version",
+                        allowed);
   }
   if (major != 2 || minor < kFirstMinor || minor > kLastMinor) {
     return Unsupported(where, "PyTorch " + std::string(text) + " is not modelled", allowed);

@@ -19,9 +19,9 @@ struct Unit {
 
 // Lower-cased unit names. Bare K/M/G/T are binary, as in PyTorch's format_size output.
 constexpr Unit kUnits[] = {
-    {"", 1},          {"b", 1},           {"k", kKiB},      {"kib", kKiB},  {"m", kMiB},
-    {"mib", kMiB},    {"g", kGiB},        {"gib", kGiB},    {"t", kTiB},    {"tib", kTiB},
-    {"kb", 1000},     {"mb", 1000000},    {"gb", kGB},      {"tb", 1000 * kGB},
+    {"", 1},       {"b", 1},        {"k", kKiB},   {"kib", kKiB},      {"m", kMiB},
+    {"mib", kMiB}, {"g", kGiB},     {"gib", kGiB}, {"t", kTiB},        {"tib", kTiB},
+    {"kb", 1000},  {"mb", 1000000}, {"gb", kGB},   {"tb", 1000 * kGB},
 };
 
 std::string Trim(std::string_view s) {
@@ -43,24 +43,29 @@ Result<std::int64_t> ParseBytes(std::string_view text, std::string_view field) {
   std::string unit = Trim(std::string_view(s).substr(i));
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (number.empty() || number == "." || number.find('.') != number.rfind('.')) {
-    return InvalidInput(where, "'" + s + "' is not a size; expected a number with an optional unit (B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)");
+    return InvalidInput(where, "'" + s +
+                                   "' is not a size; expected a number with an optional unit (B, "
+                                   "KiB, MiB, GiB, TiB, kB, MB, GB, TB)");
   }
   const Unit* found = nullptr;
   for (const auto& u : kUnits) {
     if (unit == u.name) found = &u;
   }
   if (found == nullptr) {
-    return InvalidInput(where, "unknown unit '" + unit + "' in '" + s + "'; allowed: B, KiB, MiB, GiB, TiB, kB, MB, GB, TB");
+    return InvalidInput(where, "unknown unit '" + unit + "' in '" + s +
+                                   "'; allowed: B, KiB, MiB, GiB, TiB, kB, MB, GB, TB");
   }
   const double value = std::strtod(number.c_str(), nullptr) * static_cast<double>(found->bytes);
   if (!(value <= kMaxBytes)) {
-    return InvalidInput(where, "'" + s + "' is too large; sizes above 2^62 bytes are not plausible");
+    return InvalidInput(where,
+                        "'" + s + "' is too large; sizes above 2^62 bytes are not plausible");
   }
   const double whole = std::round(value);
   if (std::fabs(value - whole) > 1e-6 * std::max(1.0, whole)) {
     char bytes[64];
     std::snprintf(bytes, sizeof(bytes), "%.6g", value);
-    return InvalidInput(where, "'" + s + "' is " + bytes + " bytes; a size is a whole number of bytes");
+    return InvalidInput(where,
+                        "'" + s + "' is " + bytes + " bytes; a size is a whole number of bytes");
   }
   return static_cast<std::int64_t>(whole);
 }
@@ -68,9 +73,10 @@ Result<std::int64_t> ParseBytes(std::string_view text, std::string_view field) {
 Result<std::int64_t> ParseDeviceBytes(std::string_view text, std::string_view field) {
   MEMTUNE_TRY(const std::int64_t bytes, ParseBytes(text, field));
   if (bytes < 1 || bytes > kMaxDeviceBytes) {
-    return InvalidInput(std::string(field), "'" + std::string(text) +
-                                                "' must be positive and at most 1024 TiB, the largest device "
-                                                "memory memtune simulates");
+    return InvalidInput(std::string(field),
+                        std::string("'").append(text) +
+                            "' must be positive and at most 1024 TiB, the largest device "
+                            "memory memtune simulates");
   }
   return bytes;
 }

@@ -140,7 +140,12 @@ std::string List(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+std::string Quoted(std::string_view text) {
+  std::string out = "\"";  // appended, not inserted at the front (GCC 12 -Wrestrict, bug 105329)
+  out += text;
+  out += '"';
+  return out;
+}
 
 Violation One(std::string path, std::string value, std::string message, std::string fix) {
   return Violation{{{std::move(path), std::move(value)}}, std::move(message), std::move(fix)};

@@ -21,9 +21,10 @@ std::string Config(const DeviceReplay& d) {
 
 std::string RecordedLine(const snapshot::RecordedOutcome& r) {
   if (!r.oom) return fmt::format("recorded: peak reserved {}, no OOM", B(r.peak_reserved_bytes));
-  std::string unalloc = r.oom_reserved_unallocated_bytes >= 0
-                            ? fmt::format(" with {} reserved but unallocated", B(r.oom_reserved_unallocated_bytes))
-                            : std::string();
+  std::string unalloc =
+      r.oom_reserved_unallocated_bytes >= 0
+          ? fmt::format(" with {} reserved but unallocated", B(r.oom_reserved_unallocated_bytes))
+          : std::string();
   return fmt::format("recorded: OOM at entry {} (request {}){}; peak reserved {}",
                      FormatWithCommas(r.oom_event_index), B(r.oom_request_bytes), unalloc,
                      B(r.peak_reserved_bytes));
@@ -31,34 +32,53 @@ std::string RecordedLine(const snapshot::RecordedOutcome& r) {
 
 std::string ReplayedLine(const DeviceReplay& d) {
   const auto& o = d.replayed;
-  std::string verdict = !o.oom ? std::string("no OOM")
-                               : fmt::format("OOM at entry {} (request {}, {} reserved but unallocated)",
-                                             FormatWithCommas(o.oom_event_index), B(o.oom_request_bytes),
-                                             B(o.oom_reserved_unallocated_bytes));
-  if (!d.capacity_bytes && !o.oom) verdict = "no capacity limit known (give --capacity for an OOM verdict)";
+  std::string verdict =
+      !o.oom ? std::string("no OOM")
+             : fmt::format("OOM at entry {} (request {}, {} reserved but unallocated)",
+                           FormatWithCommas(o.oom_event_index), B(o.oom_request_bytes),
+                           B(o.oom_reserved_unallocated_bytes));
+  if (!d.capacity_bytes && !o.oom)
+    verdict = "no capacity limit known (give --capacity for an OOM verdict)";
+  if (!o.oom && d.capacity_lower_bound_bytes &&
+      o.peak_reserved_bytes > *d.capacity_lower_bound_bytes) {
+    verdict = fmt::format(
+        "no OOM below the proven bound, but above the {} the device is known to hold: may not fit",
+        B(*d.capacity_lower_bound_bytes));
+  }
   return fmt::format("with {}: peak reserved {}, peak allocated {}, {}", Config(d),
                      B(o.peak_reserved_bytes), B(o.peak_allocated_bytes), verdict);
 }
 
-void Device(std::string& out, const DeviceReplay& d) {
-  out += fmt::format("device {}: {} trace entries, {} malloc{}, {} free{}, {} empty_cache run{}{}\n",
-                     d.device, FormatWithCommas(d.events), FormatWithCommas(d.mallocs), d.mallocs == 1 ? "" : "s",
-                     FormatWithCommas(d.frees), d.frees == 1 ? "" : "s", d.empty_caches,
-                     d.empty_caches == 1 ? "" : "s",
-                     d.rebuilt_start ? "; the trace starts mid-run: starting state rebuilt from the final snapshot" : "");
-  if (d.divergence) {
-    out += fmt::format("  check under the recorded settings: DIVERGES at entry {}: recorded {}; replay {} "
-                       "({} of {} events differ)\n",
-                       FormatWithCommas(d.divergence->event_index), d.divergence->recorded,
-                       d.divergence->replayed, FormatWithCommas(d.mismatched_events),
-                       FormatWithCommas(d.compared_events));
-  } else {
-    out += fmt::format("  check under the recorded settings: all {} recorded events reproduced "
-                       "(segment events, sizes and addresses)\n",
-                       FormatWithCommas(d.compared_events));
+std::string CapacityText(const DeviceReplay& d) {
+  if (!d.capacity_bytes) return "unlimited (no OOM recorded, no --capacity)";
+  if (d.capacity_lower_bound_bytes) {
+    return fmt::format("below {}, at least {} ({})", B(*d.capacity_bytes + 1),
+                       B(*d.capacity_lower_bound_bytes), d.capacity_source);
   }
-  out += fmt::format("  capacity: {}\n", d.capacity_bytes ? B(*d.capacity_bytes) + " (" + d.capacity_source + ")"
-                                                          : std::string("unlimited (no OOM recorded, no --capacity)"));
+  return B(*d.capacity_bytes) + " (" + d.capacity_source + ")";
+}
+
+void Device(std::string& out, const DeviceReplay& d) {
+  out += fmt::format(
+      "device {}: {} trace entries, {} malloc{}, {} free{}, {} empty_cache run{}{}\n", d.device,
+      FormatWithCommas(d.events), FormatWithCommas(d.mallocs), d.mallocs == 1 ? "" : "s",
+      FormatWithCommas(d.frees), d.frees == 1 ? "" : "s", d.empty_caches,
+      d.empty_caches == 1 ? "" : "s",
+      d.rebuilt_start ? "; the trace starts mid-run: starting state rebuilt from the final snapshot"
+                      : "");
+  if (d.divergence) {
+    out += fmt::format(
+        "  check under the recorded settings: DIVERGES at entry {}: recorded {}; replay {} "
+        "({} of {} events differ)\n",
+        FormatWithCommas(d.divergence->event_index), d.divergence->recorded, d.divergence->replayed,
+        FormatWithCommas(d.mismatched_events), FormatWithCommas(d.compared_events));
+  } else {
+    out += fmt::format(
+        "  check under the recorded settings: all {} recorded events reproduced "
+        "(segment events, sizes and addresses)\n",
+        FormatWithCommas(d.compared_events));
+  }
+  out += "  capacity: " + CapacityText(d) + "\n";
   out += "  " + RecordedLine(d.recorded) + "\n";
   out += "  " + ReplayedLine(d) + "\n";
   for (const auto& note : d.notes) out += "  note: " + note + "\n";
@@ -77,6 +97,8 @@ json DeviceJson(const DeviceReplay& d) {
           {"own_settings", d.own_settings},
           {"alloc_conf", d.alloc_conf},
           {"capacity_bytes", d.capacity_bytes ? json(*d.capacity_bytes) : json(nullptr)},
+          {"capacity_lower_bound_bytes",
+           d.capacity_lower_bound_bytes ? json(*d.capacity_lower_bound_bytes) : json(nullptr)},
           {"capacity_source", d.capacity_source},
           {"rebuilt_start", d.rebuilt_start},
           {"events", d.events},
@@ -87,22 +109,24 @@ json DeviceJson(const DeviceReplay& d) {
           {"mismatched_events", d.mismatched_events},
           {"reproduced", !d.divergence.has_value()},
           {"divergence", div},
-          {"recorded", {{"peak_reserved_bytes", r.peak_reserved_bytes},
-                        {"oom", r.oom},
-                        {"oom_event_index", r.oom_event_index},
-                        {"oom_request_bytes", r.oom_request_bytes},
-                        {"oom_device_free_bytes", r.oom_device_free_bytes},
-                        {"oom_reserved_bytes", r.oom_reserved_bytes},
-                        {"oom_reserved_unallocated_bytes", r.oom_reserved_unallocated_bytes}}},
-          {"replayed", {{"peak_reserved_bytes", o.peak_reserved_bytes},
-                        {"peak_allocated_bytes", o.peak_allocated_bytes},
-                        {"final_reserved_bytes", o.final_reserved_bytes},
-                        {"oom", o.oom},
-                        {"oom_event_index", o.oom_event_index},
-                        {"oom_request_bytes", o.oom_request_bytes},
-                        {"oom_reserved_unallocated_bytes", o.oom_reserved_unallocated_bytes},
-                        {"ooms", o.ooms},
-                        {"oom_message", o.oom_message}}},
+          {"recorded",
+           {{"peak_reserved_bytes", r.peak_reserved_bytes},
+            {"oom", r.oom},
+            {"oom_event_index", r.oom_event_index},
+            {"oom_request_bytes", r.oom_request_bytes},
+            {"oom_device_free_bytes", r.oom_device_free_bytes},
+            {"oom_reserved_bytes", r.oom_reserved_bytes},
+            {"oom_reserved_unallocated_bytes", r.oom_reserved_unallocated_bytes}}},
+          {"replayed",
+           {{"peak_reserved_bytes", o.peak_reserved_bytes},
+            {"peak_allocated_bytes", o.peak_allocated_bytes},
+            {"final_reserved_bytes", o.final_reserved_bytes},
+            {"oom", o.oom},
+            {"oom_event_index", o.oom_event_index},
+            {"oom_request_bytes", o.oom_request_bytes},
+            {"oom_reserved_unallocated_bytes", o.oom_reserved_unallocated_bytes},
+            {"ooms", o.ooms},
+            {"oom_message", o.oom_message}}},
           {"notes", d.notes}};
 }
 

@@ -9,8 +9,8 @@
 namespace memtune::snapshot {
 namespace {
 
-constexpr int kGzipWindowBits = 15 + 16;          // 32 KiB window, gzip header (zlib manual)
-constexpr std::size_t kChunkBytes = 256 * 1024;   // output grows by this much per step
+constexpr int kGzipWindowBits = 15 + 16;         // 32 KiB window, gzip header (zlib manual)
+constexpr std::size_t kChunkBytes = 256 * 1024;  // output grows by this much per step
 
 }  // namespace
 
@@ -32,11 +32,12 @@ Result<std::string> Gunzip(std::string_view bytes, std::int64_t max_output_bytes
   while (true) {
     if (static_cast<std::int64_t>(out.size()) >= max_output_bytes) {
       inflateEnd(&zs);
-      return InvalidInput("", "gzip data expands beyond " + std::to_string(max_output_bytes) +
-                                  " bytes");
+      return InvalidInput("",
+                          "gzip data expands beyond " + std::to_string(max_output_bytes) + " bytes",
+                          "raise the limit with --max-snapshot-size if the snapshot is real");
     }
-    const std::size_t room = std::min<std::size_t>(
-        kChunkBytes, static_cast<std::size_t>(max_output_bytes) - out.size());
+    const std::size_t room =
+        std::min<std::size_t>(kChunkBytes, static_cast<std::size_t>(max_output_bytes) - out.size());
     const std::size_t old = out.size();
     out.resize(old + room);
     zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);

@@ -30,7 +30,8 @@ class IdArray {
   }
 
   [[gnu::always_inline]] void push_back(std::uint32_t id) {
-    if (size_ == capacity_) [[unlikely]] Regrow(capacity_ == 0 ? kMinCapacity : 2 * capacity_);
+    if (size_ == capacity_) [[unlikely]]
+      Regrow(capacity_ == 0 ? kMinCapacity : 2 * capacity_);
     ids_[size_++] = id;
   }
   void pop_back() { --size_; }  // precondition: !empty()

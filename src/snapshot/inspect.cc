@@ -15,7 +15,8 @@ constexpr int kMaxTopSites = 1000;
 
 PoolSegments& PoolOf(DeviceInspect& dev, const Segment& seg) {
   for (PoolSegments& p : dev.pools) {
-    if (p.pool == seg.segment_type && p.expandable == seg.is_expandable && p.pool_id == seg.pool_id) {
+    if (p.pool == seg.segment_type && p.expandable == seg.is_expandable &&
+        p.pool_id == seg.pool_id) {
       return p;
     }
   }
@@ -81,12 +82,12 @@ std::string FormatFrame(const Frame& frame) {
 
 Result<InspectReport> Inspect(const Snapshot& snapshot, const InspectOptions& options) {
   if (options.frames_depth < 1 || options.frames_depth > kMaxFramesDepth) {
-    return InvalidConfig("--frames", std::to_string(options.frames_depth) +
-                                         " is out of range; allowed: 1 to 64");
+    return InvalidConfig(
+        "--frames", std::to_string(options.frames_depth) + " is out of range; allowed: 1 to 64");
   }
   if (options.top_sites < 1 || options.top_sites > kMaxTopSites) {
-    return InvalidConfig("--top", std::to_string(options.top_sites) +
-                                      " is out of range; allowed: 1 to 1000");
+    return InvalidConfig(
+        "--top", std::to_string(options.top_sites) + " is out of range; allowed: 1 to 1000");
   }
   InspectReport report;
   report.format = snapshot.format;

@@ -35,7 +35,8 @@ std::vector<SiteUsage> SiteTable::Top(int n) const {
   for (const auto& [key, totals] : order) {
     if (static_cast<int>(out.size()) == n) break;
     SiteUsage site;
-    for (std::int32_t f : *key) site.frames.push_back(snapshot_.frames[static_cast<std::size_t>(f)]);
+    for (std::int32_t f : *key)
+      site.frames.push_back(snapshot_.frames[static_cast<std::size_t>(f)]);
     site.bytes = totals.bytes;
     site.count = totals.count;
     out.push_back(std::move(site));

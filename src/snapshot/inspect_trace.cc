@@ -58,9 +58,8 @@ class TraceWalk {
 // free_completed only matters when no free_requested preceded it (PyTorch 2.0's "free").
 // A free_requested of an unknown address is an allocation made before the trace started;
 // it is appended to `preexisting` when that is not null.
-void ApplyFree(std::unordered_map<std::int64_t, Live>& live, const TraceEntry& e,
-               bool completed, std::int64_t& requested,
-               std::vector<std::pair<std::int64_t, Live>>* preexisting) {
+void ApplyFree(std::unordered_map<std::int64_t, Live>& live, const TraceEntry& e, bool completed,
+               std::int64_t& requested, std::vector<std::pair<std::int64_t, Live>>* preexisting) {
   auto it = live.find(e.addr);
   if (it != live.end()) {
     requested -= it->second.size_bytes;
@@ -106,12 +105,13 @@ Status TraceWalk::FirstPass(TraceSummary& out) {
         oom.device_free_bytes = e.addr;
         oom.stream = e.stream;
         oom.time_us = e.time_us;
-        oom.reserved_bytes = net_reserved;    // made absolute once the start is known
+        oom.reserved_bytes = net_reserved;  // made absolute once the start is known
         oom.requested_bytes = net_requested;
         out.ooms.push_back(oom);
         break;
       }
-      default: break;
+      default:
+        break;
     }
     MEMTUNE_RETURN_IF_ERROR(Check(i, net_reserved));
     MEMTUNE_RETURN_IF_ERROR(Check(i, net_requested));

@@ -1,10 +1,10 @@
 // PickleBuilder: value storage for the pickle reader (see pickle_builder.h).
 #include "snapshot/pickle_builder.h"
 
-#include "snapshot/pickle_opcodes.h"
-
 #include <algorithm>
 #include <limits>
+
+#include "snapshot/pickle_opcodes.h"
 
 namespace memtune::snapshot {
 namespace {
@@ -39,10 +39,11 @@ std::string What(std::uint8_t op, std::uint64_t at_byte) {
 }
 }  // namespace
 
-Status PickleBuilder::CheckChild(PickleNode& parent, std::uint32_t parent_id,
-                                 std::uint32_t child, std::uint8_t op, std::uint64_t at_byte) {
+Status PickleBuilder::CheckChild(PickleNode& parent, std::uint32_t parent_id, std::uint32_t child,
+                                 std::uint8_t op, std::uint64_t at_byte) {
   if (child == parent_id) {
-    return InvalidInput("", "malformed pickle: " + What(op, at_byte) + " stores a container into itself");
+    return InvalidInput(
+        "", "malformed pickle: " + What(op, at_byte) + " stores a container into itself");
   }
   PickleNode& c = doc_.nodes_[child];
   if (c.kind < PickleKind::kList) return OkStatus();  // scalars: immutable, depth 0
@@ -51,8 +52,9 @@ Status PickleBuilder::CheckChild(PickleNode& parent, std::uint32_t parent_id,
                                 " stores an imported Python object into a container");
   }
   if (c.depth + 1 > max_depth_) {
-    return InvalidInput("", "malformed pickle: " + What(op, at_byte) + " nests containers deeper than " +
-                                std::to_string(max_depth_) + " levels");
+    return InvalidInput("", "malformed pickle: " + What(op, at_byte) +
+                                " nests containers deeper than " + std::to_string(max_depth_) +
+                                " levels");
   }
   c.flags |= PickleNode::kFlagSealed;
   parent.depth = std::max<std::uint16_t>(parent.depth, static_cast<std::uint16_t>(c.depth + 1));
@@ -69,9 +71,10 @@ Status PickleBuilder::AddItems(std::uint32_t container, std::span<const std::uin
     return InvalidInput("", "malformed pickle: " + What(op, at_byte) +
                                 " changes a container after it was stored in another one");
   }
-  if (static_cast<std::uint64_t>(n.count) + ids.size() > std::numeric_limits<std::uint32_t>::max()) {
-    return InvalidInput("", "pickle too large: " + What(op, at_byte) + " makes a container of more than " +
-                                "2^32 items");
+  if (static_cast<std::uint64_t>(n.count) + ids.size() >
+      std::numeric_limits<std::uint32_t>::max()) {
+    return InvalidInput("", "pickle too large: " + What(op, at_byte) +
+                                " makes a container of more than " + "2^32 items");
   }
   for (std::uint32_t id : ids) {
     // Most items are scalars other than the container itself: no Status needed for them.
@@ -118,11 +121,10 @@ void PickleBuilder::AppendChunk(PickleNode& n, std::uint64_t offset, std::uint32
 }
 
 std::int64_t PickleBuilder::MemoryBytes() const {
-  return static_cast<std::int64_t>(doc_.nodes_.capacity() * sizeof(PickleNode) +
-                                   doc_.items_.capacity() * sizeof(std::uint32_t) +
-                                   chunks_.capacity() * sizeof(Chunk) +
-                                   chunked_.capacity() * sizeof(std::uint32_t) +
-                                   doc_.bytes_.size());
+  return static_cast<std::int64_t>(
+      doc_.nodes_.capacity() * sizeof(PickleNode) + doc_.items_.capacity() * sizeof(std::uint32_t) +
+      chunks_.capacity() * sizeof(Chunk) + chunked_.capacity() * sizeof(std::uint32_t) +
+      doc_.bytes_.size());
 }
 
 PickleDocument PickleBuilder::Finish(std::uint32_t root) {

@@ -20,7 +20,8 @@ class PickleBuilder {
   const std::string& bytes() const { return doc_.bytes_; }
 
   // New values; return their ids. Always inlined: one of them runs for most opcodes.
-  [[gnu::always_inline]] std::uint32_t AddScalar(PickleKind kind, std::uint64_t payload, std::uint8_t flags = 0) {
+  [[gnu::always_inline]] std::uint32_t AddScalar(PickleKind kind, std::uint64_t payload,
+                                                 std::uint8_t flags = 0) {
     return Add(PickleNode{kind, flags, 0, 0, payload});
   }
   [[gnu::always_inline]] std::uint32_t AddString(PickleKind kind, std::uint64_t offset,

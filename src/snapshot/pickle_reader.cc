@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kMinProtocol = 2;
 constexpr int kMaxProtocol = 5;
-constexpr int kMemoryCheckEvery = 4096;  // opcodes between two memory-bound checks
+constexpr int kMemoryCheckEvery = 4096;                 // opcodes between two memory-bound checks
 constexpr std::size_t kInputBytesPerReservedMemo = 16;  // Python memoizes ~1 value per 10 B
 constexpr std::size_t kMaxNameInError = 60;  // characters of an imported name quoted back
 
@@ -164,8 +164,10 @@ class Reader {
 Result<PickleDocument> Reader::Run() {
   op_ = size_ > 0 ? data_[0] : 0;
   if (size_ < 2 || data_[0] != kProto) {
-    std::string first = size_ == 0 ? "the data is empty" : "it starts with byte " + HexByte(data_[0]);
-    return InvalidInput("", "not a pickle: " + first + "; a memory snapshot starts with PROTO (0x80)");
+    std::string first =
+        size_ == 0 ? "the data is empty" : "it starts with byte " + HexByte(data_[0]);
+    return InvalidInput("",
+                        "not a pickle: " + first + "; a memory snapshot starts with PROTO (0x80)");
   }
   int ops = 0;
   while (!stopped_) {
@@ -193,14 +195,15 @@ bool Reader::CheckMemory() {
                                 sparse_memo_.size() * 4 * sizeof(std::uint64_t));
   if (used <= max_memory_) return true;
   return Park(InvalidInput("", "pickle too large: reading it needs more than " +
-                              std::to_string(max_memory_) + " bytes of memory (at byte " +
-                               std::to_string(op_pos_) + ")"));
+                                   std::to_string(max_memory_) + " bytes of memory (at byte " +
+                                   std::to_string(op_pos_) + ")"));
 }
 
 bool Reader::Int(std::int64_t v) {
   if (v >= 0 && v < 256) {
     std::uint32_t& cached = small_ints_[static_cast<std::size_t>(v)];
-    if (cached == kNoId) cached = builder_.AddScalar(PickleKind::kInt, static_cast<std::uint64_t>(v));
+    if (cached == kNoId)
+      cached = builder_.AddScalar(PickleKind::kInt, static_cast<std::uint64_t>(v));
     stack_.push_back(cached);
   } else {
     stack_.push_back(builder_.AddScalar(PickleKind::kInt, static_cast<std::uint64_t>(v)));
@@ -222,7 +225,7 @@ bool Reader::Long(std::uint64_t n) {
   }
   const std::uint64_t used = n < 8 ? n : 8;
   std::uint64_t bits = 0;
-  std::memcpy(&bits, p, used);  // little-endian host, as in ReadLE
+  std::memcpy(&bits, p, used);                            // little-endian host, as in ReadLE
   if (used < 8 && negative) bits |= ~0ULL << (8 * used);  // sign-extend
   const bool top = (bits >> 63) != 0;
   if (negative && !top) return Fail("not a memory snapshot", "holds an integer wider than 64 bits");
@@ -246,8 +249,8 @@ bool Reader::Step(std::uint8_t op) {
       if (!Has(1)) return Truncated(1);
       const int version = data_[pos_++];
       if (version < kMinProtocol || version > kMaxProtocol) {
-        return Fail("not a memory snapshot", "names protocol " + std::to_string(version) +
-                                                 "; memtune reads protocols 2-5");
+        return Fail("not a memory snapshot",
+                    "names protocol " + std::to_string(version) + "; memtune reads protocols 2-5");
       }
       return true;
     }
@@ -264,7 +267,9 @@ bool Reader::Step(std::uint8_t op) {
       }
       stopped_ = true;
       return true;
-    case kMark: marks_.push_back(stack_.size()); return true;
+    case kMark:
+      marks_.push_back(stack_.size());
+      return true;
     case kPop:
       if (Pop(id)) return true;
       if (marks_.empty()) return Underflow();
@@ -279,9 +284,12 @@ bool Reader::Step(std::uint8_t op) {
       if (!Top(id)) return Underflow();
       stack_.push_back(id);
       return true;
-    case kNone: return Shared(none_, PickleKind::kNone, 0);
-    case kNewTrue: return Shared(true_, PickleKind::kBool, 1);
-    case kNewFalse: return Shared(false_, PickleKind::kBool, 0);
+    case kNone:
+      return Shared(none_, PickleKind::kNone, 0);
+    case kNewTrue:
+      return Shared(true_, PickleKind::kBool, 1);
+    case kNewFalse:
+      return Shared(false_, PickleKind::kBool, 0);
     case kBinInt:
       if (!Has(4)) return Truncated(4);
       return Int(ReadLE<std::int32_t>());
@@ -324,15 +332,27 @@ bool Reader::Step(std::uint8_t op) {
     case kBinBytes8:
       if (!Has(8)) return Truncated(8);
       return String(PickleKind::kBytes, ReadLE<std::uint64_t>());
-    case kEmptyDict: stack_.push_back(builder_.AddContainer(PickleKind::kDict)); return true;
-    case kEmptyList: stack_.push_back(builder_.AddContainer(PickleKind::kList)); return true;
-    case kEmptyTuple: stack_.push_back(builder_.AddContainer(PickleKind::kTuple)); return true;
-    case kDict: return BuildFromMark(PickleKind::kDict);
-    case kList: return BuildFromMark(PickleKind::kList);
-    case kTuple: return BuildFromMark(PickleKind::kTuple);
-    case kTuple1: return TupleN(1);
-    case kTuple2: return TupleN(2);
-    case kTuple3: return TupleN(3);
+    case kEmptyDict:
+      stack_.push_back(builder_.AddContainer(PickleKind::kDict));
+      return true;
+    case kEmptyList:
+      stack_.push_back(builder_.AddContainer(PickleKind::kList));
+      return true;
+    case kEmptyTuple:
+      stack_.push_back(builder_.AddContainer(PickleKind::kTuple));
+      return true;
+    case kDict:
+      return BuildFromMark(PickleKind::kDict);
+    case kList:
+      return BuildFromMark(PickleKind::kList);
+    case kTuple:
+      return BuildFromMark(PickleKind::kTuple);
+    case kTuple1:
+      return TupleN(1);
+    case kTuple2:
+      return TupleN(2);
+    case kTuple3:
+      return TupleN(3);
     case kSetItem:
     case kAppend: {
       const std::uint32_t n = op == kSetItem ? 2 : 1;
@@ -357,7 +377,8 @@ bool Reader::Step(std::uint8_t op) {
       stack_.Truncate(mark);
       return true;
     }
-    case kMemoize: return MemoPut(memo_.size());
+    case kMemoize:
+      return MemoPut(memo_.size());
     case kBinPut:
       if (!Has(1)) return Truncated(1);
       return MemoPut(data_[pos_++]);
@@ -370,7 +391,8 @@ bool Reader::Step(std::uint8_t op) {
     case kLongBinGet:
       if (!Has(4)) return Truncated(4);
       return MemoGet(ReadLE<std::uint32_t>());
-    case kGlobal: return GlobalOperands();
+    case kGlobal:
+      return GlobalOperands();
     case kStackGlobal: {
       std::uint32_t module = 0, name = 0;
       if (!Pop(name) || !Pop(module)) return Underflow();
@@ -379,8 +401,10 @@ bool Reader::Step(std::uint8_t op) {
       }
       return Global(StrOf(module), StrOf(name));
     }
-    case kReduce: return Reduce();
-    default: break;
+    case kReduce:
+      return Reduce();
+    default:
+      break;
   }
   if (BuildsObjects(op)) {
     return Fail("not a memory snapshot",
@@ -431,8 +455,7 @@ bool Reader::TupleN(std::uint32_t n) {
 
 // SETITEM(S) into the dict / APPEND(S) onto the list at stack_[below - 1], the value just
 // below the items (and below the MARK for the batch forms).
-bool Reader::AddToTop(PickleKind kind, std::span<const std::uint32_t> items,
-                        std::size_t below) {
+bool Reader::AddToTop(PickleKind kind, std::span<const std::uint32_t> items, std::size_t below) {
   if (below <= Base()) return Underflow();
   const std::uint32_t target = stack_[below - 1];
   if (builder_.kind(target) != kind) {
@@ -472,9 +495,9 @@ bool Reader::GlobalOperands() {
   const auto* begin = data_ + pos_;
   const auto* end = data_ + size_;
   const auto* nl1 = static_cast<const unsigned char*>(std::memchr(begin, '\n', end - begin));
-  const auto* nl2 = nl1 == nullptr ? nullptr
-                                   : static_cast<const unsigned char*>(
-                                         std::memchr(nl1 + 1, '\n', end - nl1 - 1));
+  const auto* nl2 =
+      nl1 == nullptr ? nullptr
+                     : static_cast<const unsigned char*>(std::memchr(nl1 + 1, '\n', end - nl1 - 1));
   if (nl2 == nullptr) return Fail("truncated pickle", "has no \"module\\nname\\n\" operand");
   pos_ = static_cast<std::size_t>(nl2 + 1 - data_);
   return Global(std::string_view(reinterpret_cast<const char*>(begin), nl1 - begin),

@@ -8,16 +8,26 @@ namespace memtune::snapshot {
 
 const char* PickleKindName(PickleKind kind) {
   switch (kind) {
-    case PickleKind::kNone: return "None";
-    case PickleKind::kBool: return "bool";
-    case PickleKind::kInt: return "int";
-    case PickleKind::kFloat: return "float";
-    case PickleKind::kStr: return "str";
-    case PickleKind::kBytes: return "bytes";
-    case PickleKind::kList: return "list";
-    case PickleKind::kTuple: return "tuple";
-    case PickleKind::kDict: return "dict";
-    case PickleKind::kGlobal: return "global";
+    case PickleKind::kNone:
+      return "None";
+    case PickleKind::kBool:
+      return "bool";
+    case PickleKind::kInt:
+      return "int";
+    case PickleKind::kFloat:
+      return "float";
+    case PickleKind::kStr:
+      return "str";
+    case PickleKind::kBytes:
+      return "bytes";
+    case PickleKind::kList:
+      return "list";
+    case PickleKind::kTuple:
+      return "tuple";
+    case PickleKind::kDict:
+      return "dict";
+    case PickleKind::kGlobal:
+      return "global";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 #include <bit>
 
 #include "memtune/alloc/policy.h"
+#include "memtune/core/units.h"
 #include "snapshot/replay_device.h"
 
 namespace memtune::snapshot {
@@ -12,7 +13,8 @@ namespace {
 
 // The recorded settings as an AllocatorConfig: the settings string, then the typed values
 // PyTorch wrote next to it (they win: the string may have come from PYTORCH_ALLOC_CONF).
-Result<alloc::AllocatorConfig> RecordedConfig(const AllocatorSettings& s, alloc::TorchVersion version) {
+Result<alloc::AllocatorConfig> RecordedConfig(const AllocatorSettings& s,
+                                              alloc::TorchVersion version) {
   auto parsed = alloc::ParseAllocatorConfig(s.alloc_conf, version);
   if (!parsed) {
     Error e = parsed.error();
@@ -26,7 +28,8 @@ Result<alloc::AllocatorConfig> RecordedConfig(const AllocatorSettings& s, alloc:
   c.garbage_collection_threshold = s.garbage_collection_threshold;
   for (const auto& [mib, divisions] : s.roundup_power2_divisions) {
     const int index = std::bit_width(static_cast<std::uint64_t>(mib)) - 1;
-    if (index >= 0 && index < alloc::kRoundupIntervals) c.roundup_power2_divisions[static_cast<std::size_t>(index)] = divisions;
+    if (index >= 0 && index < alloc::kRoundupIntervals)
+      c.roundup_power2_divisions[static_cast<std::size_t>(index)] = divisions;
   }
   return c;
 }
@@ -44,8 +47,10 @@ std::int64_t Recorded(const Snapshot& snapshot, int device, RecordedOutcome& out
   const auto& trace = snapshot.device_traces[static_cast<std::size_t>(device)];
   std::int64_t net = 0, peak = 0;
   for (const TraceEntry& e : trace) {
-    if (e.action == TraceAction::kSegmentAlloc || e.action == TraceAction::kSegmentMap) net += e.size_bytes;
-    if (e.action == TraceAction::kSegmentFree || e.action == TraceAction::kSegmentUnmap) net -= e.size_bytes;
+    if (e.action == TraceAction::kSegmentAlloc || e.action == TraceAction::kSegmentMap)
+      net += e.size_bytes;
+    if (e.action == TraceAction::kSegmentFree || e.action == TraceAction::kSegmentUnmap)
+      net -= e.size_bytes;
     peak = std::max(peak, net);
   }
   const std::int64_t start = std::max<std::int64_t>(0, DeviceReserved(snapshot, device) - net);
@@ -53,8 +58,10 @@ std::int64_t Recorded(const Snapshot& snapshot, int device, RecordedOutcome& out
   std::int64_t reserved = start;
   for (std::size_t i = 0; i < trace.size(); ++i) {
     const TraceEntry& e = trace[i];
-    if (e.action == TraceAction::kSegmentAlloc || e.action == TraceAction::kSegmentMap) reserved += e.size_bytes;
-    if (e.action == TraceAction::kSegmentFree || e.action == TraceAction::kSegmentUnmap) reserved -= e.size_bytes;
+    if (e.action == TraceAction::kSegmentAlloc || e.action == TraceAction::kSegmentMap)
+      reserved += e.size_bytes;
+    if (e.action == TraceAction::kSegmentFree || e.action == TraceAction::kSegmentUnmap)
+      reserved -= e.size_bytes;
     if (e.action == TraceAction::kOom && !out.oom) {
       out.oom = true;
       out.oom_event_index = static_cast<std::int64_t>(i);
@@ -66,7 +73,8 @@ std::int64_t Recorded(const Snapshot& snapshot, int device, RecordedOutcome& out
   return start;
 }
 
-Result<DeviceReplay> ReplayDevice(const Snapshot& snapshot, int device, const ReplayOptions& options) {
+Result<DeviceReplay> ReplayDevice(const Snapshot& snapshot, int device,
+                                  const ReplayOptions& options) {
   DeviceReplay out;
   out.device = device;
   const std::int64_t start = Recorded(snapshot, device, out.recorded);
@@ -77,6 +85,17 @@ Result<DeviceReplay> ReplayDevice(const Snapshot& snapshot, int device, const Re
     // cudaMemGetInfo free at the OOM + what PyTorch held then = what PyTorch could use.
     out.capacity_bytes = out.recorded.oom_device_free_bytes + out.recorded.oom_reserved_bytes;
     out.capacity_source = "recorded OOM at entry " + std::to_string(out.recorded.oom_event_index);
+  } else if (const RetryBound bound = FindRetryBound(
+                 snapshot, snapshot.device_traces[static_cast<std::size_t>(device)], start);
+             bound.upper_bytes > 0) {
+    // cudaMalloc failed there, so less than `upper` was available; at least the recorded
+    // peak was. The simulator refuses what certainly did not fit.
+    out.capacity_bytes = bound.upper_bytes - 1;
+    out.capacity_lower_bound_bytes = out.recorded.peak_reserved_bytes;
+    out.capacity_source = "OOM-retry release at entry " + std::to_string(bound.event_index) +
+                          ": cudaMalloc of " + FormatBytesBinary(bound.failed_segment_bytes) +
+                          " failed with " + FormatBytesBinary(bound.reserved_at_failure_bytes) +
+                          " reserved";
   } else {
     out.capacity_source = "unlimited";
   }
@@ -89,20 +108,24 @@ Result<DeviceReplay> ReplayDevice(const Snapshot& snapshot, int device, const Re
   out.expandable_segments = own.expandable_segments;
   if (!options.alloc_conf) return out;
 
-  MEMTUNE_TRY(alloc::AllocatorConfig other, alloc::ParseAllocatorConfig(*options.alloc_conf, options.torch_version));
+  MEMTUNE_TRY(alloc::AllocatorConfig other,
+              alloc::ParseAllocatorConfig(*options.alloc_conf, options.torch_version));
   DeviceReplay what_if;
-  DeviceReplayer replayer(snapshot, device, DeviceReplayerOptions{other, false, out.capacity_bytes, start});
+  DeviceReplayer replayer(snapshot, device,
+                          DeviceReplayerOptions{other, false, out.capacity_bytes, start});
   replayer.Run(what_if);
   out.own_settings = false;
   out.alloc_conf = other.settings;
   out.expandable_segments = other.expandable_segments;
   out.replayed = what_if.replayed;
   if (what_if.rebuilt_start) {
-    out.notes.push_back("what-if: the allocations made before the trace started were rebuilt under " +
-                        std::string(other.settings.empty() ? "the default settings" : other.settings));
+    out.notes.push_back(
+        "what-if: the allocations made before the trace started were rebuilt under " +
+        std::string(other.settings.empty() ? "the default settings" : other.settings));
   }
   for (const std::string& note : what_if.notes) {
-    if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end()) out.notes.push_back(note);
+    if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
+      out.notes.push_back(note);
   }
   return out;
 }

@@ -57,7 +57,12 @@ void Builder::Carve(const StartSegment& seg, const StartPiece& piece, std::int64
   if (piece.live) {
     if (!Spend()) return;
     const alloc::HandleId h = handles_.Bind(address);
-    const auto r = sim_.Alloc(h, piece.size_bytes, stream);
+    // The block keeps the request PyTorch recorded for it, which its free will report.
+    const bool known_request =
+        piece.requested_bytes > 0 && piece.requested_bytes <= piece.size_bytes;
+    const auto r = known_request
+                       ? sim_.AllocRecorded(h, piece.size_bytes, piece.requested_bytes, stream)
+                       : sim_.Alloc(h, piece.size_bytes, stream);
     if (r.status != alloc::AllocStatus::kOk || static_cast<std::int64_t>(r.address) != address ||
         r.block_size_bytes != piece.size_bytes) {
       ++failures_;
@@ -112,7 +117,8 @@ std::vector<std::string> Builder::Finish() {
   next_address_ = -1;
   std::vector<std::string> notes;
   if (budget_ < 0) {
-    notes.push_back("the starting state is too large to rebuild from this snapshot; it was rebuilt in part");
+    notes.push_back(
+        "the starting state is too large to rebuild from this snapshot; it was rebuilt in part");
   }
   if (failures_ > 0) {
     notes.push_back("the rebuilt starting state could not be reproduced exactly (" +

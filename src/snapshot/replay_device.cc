@@ -19,14 +19,22 @@ constexpr std::int64_t kUnlimitedBytes = std::int64_t{4} << 40;  // bytes (4 TiB
 
 TraceAction ActionOf(alloc::AllocatorEventKind k) {
   switch (k) {
-    case alloc::AllocatorEventKind::kAlloc: return TraceAction::kAlloc;
-    case alloc::AllocatorEventKind::kFreeRequested: return TraceAction::kFreeRequested;
-    case alloc::AllocatorEventKind::kFreeCompleted: return TraceAction::kFreeCompleted;
-    case alloc::AllocatorEventKind::kSegmentAlloc: return TraceAction::kSegmentAlloc;
-    case alloc::AllocatorEventKind::kSegmentFree: return TraceAction::kSegmentFree;
-    case alloc::AllocatorEventKind::kSegmentMap: return TraceAction::kSegmentMap;
-    case alloc::AllocatorEventKind::kSegmentUnmap: return TraceAction::kSegmentUnmap;
-    case alloc::AllocatorEventKind::kOom: return TraceAction::kOom;
+    case alloc::AllocatorEventKind::kAlloc:
+      return TraceAction::kAlloc;
+    case alloc::AllocatorEventKind::kFreeRequested:
+      return TraceAction::kFreeRequested;
+    case alloc::AllocatorEventKind::kFreeCompleted:
+      return TraceAction::kFreeCompleted;
+    case alloc::AllocatorEventKind::kSegmentAlloc:
+      return TraceAction::kSegmentAlloc;
+    case alloc::AllocatorEventKind::kSegmentFree:
+      return TraceAction::kSegmentFree;
+    case alloc::AllocatorEventKind::kSegmentMap:
+      return TraceAction::kSegmentMap;
+    case alloc::AllocatorEventKind::kSegmentUnmap:
+      return TraceAction::kSegmentUnmap;
+    case alloc::AllocatorEventKind::kOom:
+      return TraceAction::kOom;
   }
   return TraceAction::kOther;
 }
@@ -84,7 +92,8 @@ std::optional<std::uint64_t> DeviceReplayer::Oracle(const alloc::SegmentRequest&
   }
   if (!options_.verify) return std::nullopt;  // what-if: the built-in address model
   // Own settings: the address the recording chose for this new segment.
-  const TraceAction want = request.expandable ? TraceAction::kSegmentMap : TraceAction::kSegmentAlloc;
+  const TraceAction want =
+      request.expandable ? TraceAction::kSegmentMap : TraceAction::kSegmentAlloc;
   for (std::size_t k = request.expandable ? 0 : next_native_; k < group_.size(); ++k) {
     if (group_[k].entry->action != want) continue;
     if (request.expandable) {
@@ -98,7 +107,8 @@ std::optional<std::uint64_t> DeviceReplayer::Oracle(const alloc::SegmentRequest&
   return std::nullopt;
 }
 
-void DeviceReplayer::Compare(const std::vector<Recorded>& expected, std::size_t at, DeviceReplay& out) {
+void DeviceReplayer::Compare(const std::vector<Recorded>& expected, std::size_t at,
+                             DeviceReplay& out) {
   std::vector<alloc::AllocatorEvent> actual;
   actual.swap(emitted_);
   if (!options_.verify) return;
@@ -121,9 +131,10 @@ void DeviceReplayer::Compare(const std::vector<Recorded>& expected, std::size_t 
     d.recorded = have_e ? DescribeEvent(expected[k].entry->action, expected[k].entry->addr,
                                         expected[k].entry->size_bytes)
                         : "nothing more";
-    d.replayed = have_a ? DescribeEvent(ActionOf(actual[k].kind), static_cast<std::int64_t>(actual[k].address),
-                                        actual[k].size_bytes)
-                        : "nothing";
+    d.replayed =
+        have_a ? DescribeEvent(ActionOf(actual[k].kind),
+                               static_cast<std::int64_t>(actual[k].address), actual[k].size_bytes)
+               : "nothing";
     out.divergence = d;
   }
 }

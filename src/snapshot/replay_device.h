@@ -52,10 +52,10 @@ class DeviceReplayer {
   alloc::Simulator sim_;
   HandleMap handles_;
   std::vector<alloc::AllocatorEvent> emitted_;
-  std::vector<Recorded> group_;       // segment_* entries since the last malloc/free
-  std::size_t next_native_ = 0;       // oracle cursor into group_
+  std::vector<Recorded> group_;  // segment_* entries since the last malloc/free
+  std::size_t next_native_ = 0;  // oracle cursor into group_
   bool expandable_used_ = false;
-  std::int64_t build_address_ = -1;   // oracle address while rebuilding the start
+  std::int64_t build_address_ = -1;  // oracle address while rebuilding the start
   std::int64_t recorded_reserved_ = 0;
   std::vector<std::string> start_notes_;
   bool rebuilt_ = false;

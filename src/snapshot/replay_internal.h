@@ -15,7 +15,7 @@ namespace memtune::snapshot {
 // One block of a segment at the first trace entry.
 struct StartPiece {
   std::int64_t size_bytes = 0;
-  bool live = false;                // an allocation made before the trace; else free
+  bool live = false;  // an allocation made before the trace; else free
   std::int64_t requested_bytes = 0;
 };
 
@@ -26,7 +26,7 @@ struct StartSegment {
   std::int64_t stream = 0;
   PoolType pool = PoolType::kLarge;
   bool expandable = false;
-  std::vector<StartPiece> pieces;   // address order; sizes sum to size_bytes
+  std::vector<StartPiece> pieces;  // address order; sizes sum to size_bytes
 };
 
 struct StartState {
@@ -59,6 +59,28 @@ class HandleMap {
   std::vector<alloc::HandleId> free_ids_;
   alloc::HandleId next_ = 0;
 };
+
+// Who released cached segments right before a malloc (replay_retry.cc).
+enum class ReleaseKind { kUnknown, kExplicit, kOomRetry };
+
+// kOomRetry when `release` (a segment_free/unmap in the group that `malloc` closes) carries
+// DeviceCachingAllocator::malloc frames or the malloc's own stack; kExplicit for emptyCache /
+// torch.cuda.empty_cache frames or another stack; kUnknown when no stack was recorded.
+ReleaseKind ClassifyRelease(const Snapshot& snapshot, const TraceEntry& release,
+                            const TraceEntry& malloc);
+
+// What the OOM-retry releases of a trace prove about the device: cudaMalloc of
+// failed_segment_bytes failed with reserved_at_failure_bytes reserved, so the memory PyTorch
+// could use is below upper_bytes (the smallest such sum over the trace).
+struct RetryBound {
+  std::int64_t retries = 0;       // retry releases classified by their frames
+  std::int64_t upper_bytes = -1;  // exclusive; -1 = none
+  std::int64_t event_index = -1;  // the first release of the tightest retry
+  std::int64_t failed_segment_bytes = 0;
+  std::int64_t reserved_at_failure_bytes = 0;
+};
+RetryBound FindRetryBound(const Snapshot& snapshot, const std::vector<TraceEntry>& trace,
+                          std::int64_t reserved_at_start);
 
 // Recreates `start` inside `sim` with synthetic allocations (addresses come from the
 // simulator's address oracle, which the caller points at `next_segment_address`). Live

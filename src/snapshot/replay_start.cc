@@ -11,11 +11,11 @@
 namespace memtune::snapshot {
 namespace {
 
-constexpr std::int64_t kBlockAlign = alloc::kMinBlockSize;     // bytes
-constexpr std::int64_t kSplitRemainder = alloc::kSmallSize;     // bytes; large native split rule
-constexpr std::int64_t kLargePage = alloc::kLargeBuffer;       // bytes; large expandable page
-constexpr std::int64_t kBaseWorkBudget = 4096;                  // synthetic allocations
-constexpr std::int64_t kWorkPerInputItem = 8;                   // per block or trace entry
+constexpr std::int64_t kBlockAlign = alloc::kMinBlockSize;   // bytes
+constexpr std::int64_t kSplitRemainder = alloc::kSmallSize;  // bytes; large native split rule
+constexpr std::int64_t kLargePage = alloc::kLargeBuffer;     // bytes; large expandable page
+constexpr std::int64_t kBaseWorkBudget = 4096;               // synthetic allocations
+constexpr std::int64_t kWorkPerInputItem = 8;                // per block or trace entry
 
 struct Range {
   std::int64_t size_bytes = 0;
@@ -27,7 +27,8 @@ struct Range {
 struct LiveBlock {
   std::int64_t size_bytes = 0;
   std::int64_t requested_bytes = 0;
-  bool estimated = false;  // freed during the trace: size from the request, not the snapshot
+  bool estimated = false;      // freed during the trace: size from the request, not the snapshot
+  std::size_t first_free = 0;  // estimated: trace index of the block's first free
 };
 
 class Undo {
@@ -37,12 +38,16 @@ class Undo {
   StartState Finish();
 
  private:
-  void Unmap(const TraceEntry& e);   // undo segment_map: cut the range out of its run
-  void Remap(const TraceEntry& e);   // undo segment_unmap: put the range back, merge
+  void Unmap(const TraceEntry& e);  // undo segment_map: cut the range out of its run
+  void Remap(const TraceEntry& e);  // undo segment_unmap: put the range back, merge
   void WidenEstimates();
+  // The end of the estimated block at `address` as the trace bounds it: the lowest address
+  // in [`from`, `limit`) allocated before the block's first free, else `limit`.
+  std::int64_t TraceBoundary(const LiveBlock& b, std::int64_t from, std::int64_t limit) const;
 
   std::map<std::int64_t, Range> segments_;  // address -> native segment or mapped run
   std::map<std::int64_t, LiveBlock> live_;
+  std::map<std::int64_t, std::size_t> first_alloc_;  // address -> trace index of its first alloc
   StartState out_;
 };
 
@@ -50,36 +55,52 @@ Undo::Undo(const Snapshot& snapshot, int device) {
   for (const Segment& seg : snapshot.segments) {
     if (seg.device != device) continue;
     if (seg.pool_id != std::pair<std::int64_t, std::int64_t>{0, 0}) {
-      out_.notes.push_back("private-pool segments (CUDA graphs, MemPool) are not simulated; skipped");
+      out_.notes.push_back(
+          "private-pool segments (CUDA graphs, MemPool) are not simulated; skipped");
       continue;
     }
-    segments_[seg.address] = Range{seg.total_size_bytes, seg.stream, seg.segment_type, seg.is_expandable};
+    segments_[seg.address] =
+        Range{seg.total_size_bytes, seg.stream, seg.segment_type, seg.is_expandable};
     for (const Block& b : seg.blocks) {
-      if (b.state != BlockState::kInactive) live_[b.address] = LiveBlock{b.size_bytes, b.requested_bytes, false};
+      if (b.state != BlockState::kInactive)
+        live_[b.address] = LiveBlock{b.size_bytes, b.requested_bytes, false};
     }
   }
 }
 
 void Undo::Run(const std::vector<TraceEntry>& trace) {
-  for (auto it = trace.rbegin(); it != trace.rend(); ++it) {
-    const TraceEntry& e = *it;
+  for (std::size_t i = trace.size(); i-- > 0;) {
+    const TraceEntry& e = trace[i];
     switch (e.action) {
-      case TraceAction::kAlloc: live_.erase(e.addr); break;
+      case TraceAction::kAlloc:
+        live_.erase(e.addr);
+        first_alloc_[e.addr] = i;  // walking backwards: the last write is the first alloc
+        break;
       case TraceAction::kFreeRequested:
       case TraceAction::kFreeCompleted: {
-        const std::int64_t size = std::max(kBlockAlign, (e.size_bytes + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
-        live_.try_emplace(e.addr, LiveBlock{size, e.size_bytes, true});
+        const std::int64_t size =
+            std::max(kBlockAlign, (e.size_bytes + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
+        auto [block, fresh] = live_.try_emplace(e.addr, LiveBlock{size, e.size_bytes, true, i});
+        if (!fresh && block->second.estimated) block->second.first_free = i;
         break;
       }
-      case TraceAction::kSegmentAlloc: segments_.erase(e.addr); break;
+      case TraceAction::kSegmentAlloc:
+        segments_.erase(e.addr);
+        break;
       case TraceAction::kSegmentFree: {
-        const PoolType pool = e.size_bytes <= alloc::kSmallBuffer ? PoolType::kSmall : PoolType::kLarge;
+        const PoolType pool =
+            e.size_bytes <= alloc::kSmallBuffer ? PoolType::kSmall : PoolType::kLarge;
         segments_[e.addr] = Range{e.size_bytes, e.stream, pool, false};
         break;
       }
-      case TraceAction::kSegmentMap: Unmap(e); break;
-      case TraceAction::kSegmentUnmap: Remap(e); break;
-      default: break;
+      case TraceAction::kSegmentMap:
+        Unmap(e);
+        break;
+      case TraceAction::kSegmentUnmap:
+        Remap(e);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -120,8 +141,18 @@ void Undo::Remap(const TraceEntry& e) {
   segments_[start] = Range{size, e.stream, pool, true};
 }
 
+std::int64_t Undo::TraceBoundary(const LiveBlock& b, std::int64_t from, std::int64_t limit) const {
+  for (auto it = first_alloc_.lower_bound(from); it != first_alloc_.end() && it->first < limit;
+       ++it) {
+    if (it->second < b.first_free) return it->first;
+  }
+  return limit;
+}
+
 // A native large block is never followed by a free remainder of <= 1 MiB (allocator.md 5.3):
-// such a gap belongs to the block.
+// such a gap belongs to the block. The gap ends at the next live block, the segment end, or
+// an address the trace allocates while the block is still live (a native alloc takes the
+// low end of a free block, so a block starts there).
 void Undo::WidenEstimates() {
   for (auto it = live_.begin(); it != live_.end(); ++it) {
     if (!it->second.estimated) continue;
@@ -131,8 +162,12 @@ void Undo::WidenEstimates() {
     if (seg->second.expandable || seg->second.pool != PoolType::kLarge) continue;
     const std::int64_t seg_end = seg->first + seg->second.size_bytes;
     auto next = std::next(it);
-    const std::int64_t limit = next != live_.end() && next->first < seg_end ? next->first : seg_end;
-    const std::int64_t gap = limit - (it->first + it->second.size_bytes);
+    const std::int64_t end = it->first + it->second.size_bytes;
+    const std::int64_t live_limit =
+        next != live_.end() && next->first < seg_end ? next->first : seg_end;
+    const std::int64_t scan_end = std::min(live_limit, end + kSplitRemainder + 1);
+    const std::int64_t boundary = TraceBoundary(it->second, end, scan_end);
+    const std::int64_t gap = (boundary < scan_end ? boundary : live_limit) - end;
     if (gap > 0 && gap <= kSplitRemainder) it->second.size_bytes += gap;
   }
 }
@@ -152,7 +187,8 @@ StartState Undo::Finish() {
         continue;
       }
       if (block->first > at) seg.pieces.push_back(StartPiece{block->first - at, false, 0});
-      seg.pieces.push_back(StartPiece{block->second.size_bytes, true, block->second.requested_bytes});
+      seg.pieces.push_back(
+          StartPiece{block->second.size_bytes, true, block->second.requested_bytes});
       at = b_end;
     }
     if (at < end) seg.pieces.push_back(StartPiece{end - at, false, 0});

@@ -7,18 +7,30 @@
 namespace memtune::snapshot {
 namespace {
 
-bool IsRelease(TraceAction a) { return a == TraceAction::kSegmentFree || a == TraceAction::kSegmentUnmap; }
-bool IsGrowth(TraceAction a) { return a == TraceAction::kSegmentAlloc || a == TraceAction::kSegmentMap; }
+bool IsRelease(TraceAction a) {
+  return a == TraceAction::kSegmentFree || a == TraceAction::kSegmentUnmap;
+}
+bool IsGrowth(TraceAction a) {
+  return a == TraceAction::kSegmentAlloc || a == TraceAction::kSegmentMap;
+}
 
 }  // namespace
 
-// A release inside a malloc's group is the OOM-retry path (allocator.md 3.8) when the
-// recorded malloc then failed, or when its first new segment did not fit the capacity.
+// A release inside a malloc's group is the OOM-retry path (allocator.md 3.8) when its frames
+// say so (replay_retry.cc), when the recorded malloc then failed, or when its first new
+// segment did not fit the capacity.
 bool DeviceReplayer::IsRetryRelease(const TraceEntry& ending) const {
   if (ending.action == TraceAction::kOom) return true;
+  for (const Recorded& r : group_) {
+    if (!IsRelease(r.entry->action)) continue;
+    const ReleaseKind kind = ClassifyRelease(snapshot_, *r.entry, ending);
+    if (kind != ReleaseKind::kUnknown) return kind == ReleaseKind::kOomRetry;
+    break;
+  }
   if (!options_.capacity_bytes) return false;
   for (const Recorded& r : group_) {
-    if (IsGrowth(r.entry->action)) return recorded_reserved_ + r.entry->size_bytes > *options_.capacity_bytes;
+    if (IsGrowth(r.entry->action))
+      return recorded_reserved_ + r.entry->size_bytes > *options_.capacity_bytes;
   }
   return false;
 }
@@ -43,8 +55,8 @@ void DeviceReplayer::FlushReleases(std::size_t i, DeviceReplay& out) {
 void DeviceReplayer::Malloc(std::size_t i, DeviceReplay& out) {
   const TraceEntry& e = trace_[i];
   std::vector<Recorded> expected;
-  const bool has_release = std::any_of(group_.begin(), group_.end(),
-                                       [](const Recorded& r) { return IsRelease(r.entry->action); });
+  const bool has_release = std::any_of(
+      group_.begin(), group_.end(), [](const Recorded& r) { return IsRelease(r.entry->action); });
   // Own settings: releases are replayed as empty_cache either way (same blocks, same
   // order). What-if: only explicit calls are replayed; the OOM-retry path is the
   // simulator's own business under the other configuration.
@@ -81,7 +93,8 @@ void DeviceReplayer::Malloc(std::size_t i, DeviceReplay& out) {
   }
   if (e.action == TraceAction::kOom) {
     const auto& s = sim_.stats();
-    recorded_oom_unallocated = alloc::All(s.reserved_bytes).current - alloc::All(s.allocated_bytes).current;
+    recorded_oom_unallocated =
+        alloc::All(s.reserved_bytes).current - alloc::All(s.allocated_bytes).current;
   }
   group_.clear();
   next_native_ = 0;
@@ -97,7 +110,8 @@ void DeviceReplayer::NoteOom(std::size_t i, std::int64_t rounded, DeviceReplay& 
   o.oom_event_index = static_cast<std::int64_t>(i);
   o.oom_request_bytes = rounded;
   const auto& s = sim_.stats();
-  o.oom_reserved_unallocated_bytes = alloc::All(s.reserved_bytes).current - alloc::All(s.allocated_bytes).current;
+  o.oom_reserved_unallocated_bytes =
+      alloc::All(s.reserved_bytes).current - alloc::All(s.allocated_bytes).current;
   o.oom_message = sim_.LastOomMessage();
 }
 
@@ -162,12 +176,21 @@ void DeviceReplayer::Run(DeviceReplay& out) {
       case TraceAction::kSegmentAlloc:
       case TraceAction::kSegmentFree:
       case TraceAction::kSegmentMap:
-      case TraceAction::kSegmentUnmap: group_.push_back(Recorded{i, &e}); break;
+      case TraceAction::kSegmentUnmap:
+        group_.push_back(Recorded{i, &e});
+        break;
       case TraceAction::kAlloc:
-      case TraceAction::kOom: Malloc(i, out); break;
-      case TraceAction::kFreeRequested: FreeRequested(i, out); break;
-      case TraceAction::kFreeCompleted: FreeCompleted(i, out); break;
-      default: break;
+      case TraceAction::kOom:
+        Malloc(i, out);
+        break;
+      case TraceAction::kFreeRequested:
+        FreeRequested(i, out);
+        break;
+      case TraceAction::kFreeCompleted:
+        FreeCompleted(i, out);
+        break;
+      default:
+        break;
     }
   }
   FlushReleases(trace_.size(), out);

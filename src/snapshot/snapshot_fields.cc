@@ -17,8 +17,8 @@ Result<std::int64_t> ToInt(PickleValue v, const Path& path, std::int64_t lo, std
   if (v.kind() != PickleKind::kInt) return WrongType(path, "int", v.kind());
   const std::int64_t x = v.AsInt();
   if (v.IsUnsignedInt() || x < lo || x > hi) {
-    const std::string shown = v.IsUnsignedInt() ? std::to_string(static_cast<std::uint64_t>(x))
-                                                : std::to_string(x);
+    const std::string shown =
+        v.IsUnsignedInt() ? std::to_string(static_cast<std::uint64_t>(x)) : std::to_string(x);
     return InvalidInput(path.str(), shown + " is out of range; allowed: " + std::to_string(lo) +
                                         " to " + std::to_string(hi));
   }
@@ -46,7 +46,11 @@ std::string SanitizeUtf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    std::size_t len = c < 0x80           ? 1
+                      : (c >> 5) == 0x6  ? 2
+                      : (c >> 4) == 0xe  ? 3
+                      : (c >> 3) == 0x1e ? 4
+                                         : 0;
     bool ok = len > 0 && i + len <= text.size();
     for (std::size_t k = 1; ok && k < len; ++k) {
       ok = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;

@@ -6,6 +6,12 @@
 #include "snapshot/snapshot_parser.h"
 
 namespace memtune::snapshot {
+namespace {
+
+// Items a conversion may produce beyond the pickle's object count (a margin for tiny files).
+constexpr std::int64_t kItemSlack = 4096;
+
+}  // namespace
 
 int Snapshot::device_count() const {
   int n = static_cast<int>(device_traces.size());
@@ -15,16 +21,26 @@ int Snapshot::device_count() const {
 
 const char* TraceActionName(TraceAction action) {
   switch (action) {
-    case TraceAction::kAlloc: return "alloc";
-    case TraceAction::kFreeRequested: return "free_requested";
-    case TraceAction::kFreeCompleted: return "free_completed";
-    case TraceAction::kSegmentAlloc: return "segment_alloc";
-    case TraceAction::kSegmentFree: return "segment_free";
-    case TraceAction::kSegmentMap: return "segment_map";
-    case TraceAction::kSegmentUnmap: return "segment_unmap";
-    case TraceAction::kSnapshot: return "snapshot";
-    case TraceAction::kOom: return "oom";
-    case TraceAction::kOther: return "other";
+    case TraceAction::kAlloc:
+      return "alloc";
+    case TraceAction::kFreeRequested:
+      return "free_requested";
+    case TraceAction::kFreeCompleted:
+      return "free_completed";
+    case TraceAction::kSegmentAlloc:
+      return "segment_alloc";
+    case TraceAction::kSegmentFree:
+      return "segment_free";
+    case TraceAction::kSegmentMap:
+      return "segment_map";
+    case TraceAction::kSegmentUnmap:
+      return "segment_unmap";
+    case TraceAction::kSnapshot:
+      return "snapshot";
+    case TraceAction::kOom:
+      return "oom";
+    case TraceAction::kOther:
+      return "other";
   }
   return "other";
 }
@@ -112,8 +128,24 @@ Result<Snapshot> SnapshotParser::Run(PickleValue root) {
   return std::move(snapshot_);
 }
 
+Status SnapshotParser::Spend(std::size_t count, const Path& path) {
+  if (static_cast<std::uint64_t>(count) <= static_cast<std::uint64_t>(items_left_)) {
+    items_left_ -= static_cast<std::int64_t>(count);
+    return OkStatus();
+  }
+  return InvalidInput(path.str(),
+                      "the snapshot converts to more than " + std::to_string(item_budget_) +
+                          " segments, blocks and trace entries (the limit: the pickle's " +
+                          "object count plus " + std::to_string(kItemSlack) +
+                          "); lists or entries shared through the pickle memo are refused",
+                      "write the snapshot with torch.cuda.memory._dump_snapshot()");
+}
+
 Result<Snapshot> ParseSnapshot(const PickleDocument& document) {
-  SnapshotParser parser;
+  // PyTorch writes every segment, block and trace entry as its own dict, so a real snapshot
+  // never converts to more items than its pickle holds objects; memo references to shared
+  // lists would multiply (a 62 KB file into 30 M entries).
+  SnapshotParser parser(static_cast<std::int64_t>(document.node_count()) + kItemSlack);
   return parser.Run(document.root());
 }
 

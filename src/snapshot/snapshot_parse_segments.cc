@@ -1,5 +1,9 @@
 // ParseSnapshot, part 1: segments and blocks (allocator.md 8.3, 8.4; legacy "history"
 // blocks of PyTorch 1.13-2.0 have no "address" and carry [{addr, real_size, frames}]).
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
 #include "snapshot/snapshot_parser.h"
 
 namespace memtune::snapshot {
@@ -14,7 +18,7 @@ Result<BlockState> ParseState(std::string_view s, const Path& path) {
     return BlockState::kActivePendingFree;
   }
   if (s == "inactive") return BlockState::kInactive;
-  return InvalidInput(path.str(), "'" + SanitizeUtf8(s.substr(0, 40)) +
+  return InvalidInput(path.str(), std::string("'").append(SanitizeUtf8(s.substr(0, 40))) +
                                       "' is not a block state; allowed: active_allocated, "
                                       "active_pending_free, inactive");
 }
@@ -23,10 +27,45 @@ Result<BlockState> ParseState(std::string_view s, const Path& path) {
 
 Status SnapshotParser::Segments(PickleValue list, const Path& path) {
   if (list.kind() != PickleKind::kList) return WrongType(path, "list", list.kind());
+  MEMTUNE_RETURN_IF_ERROR(Spend(list.size(), path));
   snapshot_.segments.reserve(list.size());
   for (std::size_t i = 0; i < list.size(); ++i) {
     Path p(&path, i);
     MEMTUNE_RETURN_IF_ERROR(OneSegment(list.at(i), p));
+  }
+  return CheckOverlaps(path);
+}
+
+// Device memory ranges are disjoint: a segment listed twice (or two that overlap) would
+// count its memory twice in every total.
+Status SnapshotParser::CheckOverlaps(const Path& path) const {
+  const auto& segs = snapshot_.segments;
+  std::vector<std::size_t> order(segs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::pair(segs[a].device, segs[a].address) < std::pair(segs[b].device, segs[b].address);
+  });
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const Segment& prev = segs[order[k - 1]];
+    const Segment& seg = segs[order[k]];
+    const std::uint64_t gap =
+        static_cast<std::uint64_t>(seg.address) - static_cast<std::uint64_t>(prev.address);
+    if (prev.device != seg.device || prev.total_size_bytes <= 0 ||
+        static_cast<std::uint64_t>(prev.total_size_bytes) <= gap) {
+      continue;
+    }
+    const std::size_t first = std::min(order[k - 1], order[k]),
+                      second = std::max(order[k - 1], order[k]);
+    Path p(&path, second);
+    const std::string what =
+        prev.address == seg.address && prev.total_size_bytes == seg.total_size_bytes
+            ? "lists the same segment as "
+            : "overlaps ";
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "0x%" PRIx64, static_cast<std::uint64_t>(seg.address));
+    return InvalidInput(p.str(), what + "segments[" + std::to_string(first) + "] (address " + hex +
+                                     ", device " + std::to_string(seg.device) +
+                                     "); a snapshot lists each device memory range once");
   }
   return OkStatus();
 }
@@ -84,7 +123,7 @@ Status SnapshotParser::SegmentField(Segment& seg, std::string_view key, PickleVa
     Path p(&path, "segment_type");
     MEMTUNE_TRY(std::string_view t, ToStr(v, p));
     if (t != "large" && t != "small") {
-      return InvalidInput(p.str(), "'" + SanitizeUtf8(t.substr(0, 40)) +
+      return InvalidInput(p.str(), std::string("'").append(SanitizeUtf8(t.substr(0, 40))) +
                                        "' is not a pool type; allowed: large, small");
     }
     seg.segment_type = t == "small" ? PoolType::kSmall : PoolType::kLarge;
@@ -107,6 +146,7 @@ Status SnapshotParser::SegmentField(Segment& seg, std::string_view key, PickleVa
 
 Status SnapshotParser::Blocks(Segment& seg, PickleValue list, const Path& path) {
   if (list.kind() != PickleKind::kList) return WrongType(path, "list", list.kind());
+  MEMTUNE_RETURN_IF_ERROR(Spend(list.size(), path));
   seg.blocks.reserve(list.size());
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < list.size(); ++i) {

@@ -34,14 +34,15 @@ TraceAction ParseAction(std::string_view s) {
 Status SnapshotParser::Traces(PickleValue list, const Path& path) {
   if (list.kind() != PickleKind::kList) return WrongType(path, "list", list.kind());
   if (list.size() > kMaxDevices) {
-    return InvalidInput(path.str(), "lists " + std::to_string(list.size()) +
-                                        " devices; at most " + std::to_string(kMaxDevices));
+    return InvalidInput(path.str(), "lists " + std::to_string(list.size()) + " devices; at most " +
+                                        std::to_string(kMaxDevices));
   }
   snapshot_.device_traces.resize(list.size());
   for (std::size_t d = 0; d < list.size(); ++d) {
     Path dp(&path, d);
     const PickleValue trace = list.at(d);
     if (trace.kind() != PickleKind::kList) return WrongType(dp, "list", trace.kind());
+    MEMTUNE_RETURN_IF_ERROR(Spend(trace.size(), dp));
     std::vector<TraceEntry>& out = snapshot_.device_traces[d];
     out.reserve(trace.size());
     for (std::size_t i = 0; i < trace.size(); ++i) {
@@ -55,9 +56,9 @@ Status SnapshotParser::Traces(PickleValue list, const Path& path) {
 
 SnapshotParser::EntryKey SnapshotParser::ClassifyEntryKey(PickleValue key) {
   static constexpr std::pair<std::string_view, EntryKey> kKeys[] = {
-      {"action", EntryKey::kAction}, {"addr", EntryKey::kAddr},
+      {"action", EntryKey::kAction},          {"addr", EntryKey::kAddr},
       {"device_free", EntryKey::kDeviceFree}, {"size", EntryKey::kSize},
-      {"stream", EntryKey::kStream}, {"time_us", EntryKey::kTimeUs},
+      {"stream", EntryKey::kStream},          {"time_us", EntryKey::kTimeUs},
       {"frames", EntryKey::kFrames},
   };
   EntryKey which = EntryKey::kOther;
@@ -117,7 +118,8 @@ Result<TraceEntry> SnapshotParser::OneEntry(PickleValue dict, const Path& path) 
         MEMTUNE_TRY(e.stack, Stack(v, p));
         break;
       }
-      case EntryKey::kOther: break;
+      case EntryKey::kOther:
+        break;
     }
   }
   if (!has_action) return InvalidInput(path.str(), "missing key 'action'");
@@ -143,9 +145,12 @@ Status SnapshotParser::Settings(PickleValue dict, const Path& path) {
       if (s.max_split_size_bytes < 0) s.max_split_size_bytes = -1;
     } else if (key == "garbage_collection_threshold") {
       Path p(&path, "garbage_collection_threshold");
-      if (v.kind() == PickleKind::kFloat) s.garbage_collection_threshold = v.AsFloat();
-      else if (v.kind() == PickleKind::kInt) s.garbage_collection_threshold = static_cast<double>(v.AsInt());
-      else return WrongType(p, "float", v.kind());
+      if (v.kind() == PickleKind::kFloat)
+        s.garbage_collection_threshold = v.AsFloat();
+      else if (v.kind() == PickleKind::kInt)
+        s.garbage_collection_threshold = static_cast<double>(v.AsInt());
+      else
+        return WrongType(p, "float", v.kind());
     } else if (key == "expandable_segments") {
       Path p(&path, "expandable_segments");
       MEMTUNE_TRY(s.expandable_segments, ToBool(v, p));

@@ -125,7 +125,8 @@ double StepTime::Mfu(FlopsFormula formula, int world_size) const {
 Result<FlopsFormula> ParseFlopsFormula(std::string_view name, std::string_view field) {
   if (name == "causal") return FlopsFormula::kCausal;
   if (name == "noncausal") return FlopsFormula::kNoncausal;
-  return InvalidInput(std::string(field), "'" + std::string(name) + "' is not a FLOP convention",
+  return InvalidInput(std::string(field),
+                      std::string("'").append(name) + "' is not a FLOP convention",
                       "use causal or noncausal");
 }
 

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "memtune/report/inspect_report.h"
 #include "memtune/snapshot/inspect.h"
+#include "snapshot_input.h"
 
 namespace memtune::cli {
 
@@ -22,10 +23,12 @@ int RunInspect(int argc, char** argv) {
   app.add_option("--frames", options.frames_depth,
                  "stack frames that identify an allocation site (default: 3)");
   app.add_option("--top", options.top_sites, "allocation sites listed per device (default: 10)");
+  std::string max_size;
+  AddSnapshotSizeOption(app, max_size);
   AddFormatOption(app, format);
   if (int code = ParseArgs(app, argc, argv); code >= 0) return code;
 
-  auto snap = snapshot::LoadSnapshotFile(path);
+  auto snap = LoadSnapshotArg(path, max_size);
   if (!snap) return PrintError("inspect", snap.error());
   auto report = snapshot::Inspect(*snap, options);
   if (!report) return PrintError("inspect", report.error());

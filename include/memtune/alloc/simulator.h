@@ -140,6 +140,12 @@ class Simulator {
   // caching_allocator malloc(size, stream) for `handle`. A zero-byte request succeeds
   // without touching the allocator; a request >= 2^60 fails before it (no counters).
   AllocResult Alloc(HandleId handle, std::int64_t size_bytes, StreamId stream = 0);
+  // Alloc(handle, size_bytes, stream) whose block records `requested_bytes` as its request
+  // (requested_size, the alloc event, the requested-bytes stats): a replay recreating a
+  // block allocated before its trace, whose size and recorded request are both known.
+  // Requires 0 <= requested_bytes <= size_bytes.
+  AllocResult AllocRecorded(HandleId handle, std::int64_t size_bytes, std::int64_t requested_bytes,
+                            StreamId stream = 0);
   // free(): kFreed, or kPending when record_stream used another stream.
   FreeStatus Free(HandleId handle);
   // The deferred free of `handle` completes now (its events finished).

@@ -26,7 +26,8 @@ struct ReplayOptions {
   std::optional<std::string> alloc_conf;
   // Device memory available to PyTorch (capacity minus non-PyTorch memory), in bytes;
   // nullopt = calibrated from the first recorded OOM (its device_free plus what was
-  // reserved then), or unlimited when the trace has no OOM.
+  // reserved then), else bounded by the trace's OOM-retry releases (just below the reserved
+  // memory plus the segment whose cudaMalloc failed), else unlimited.
   std::optional<std::int64_t> capacity_bytes;
   alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
 };
@@ -42,10 +43,10 @@ struct Divergence {
 struct RecordedOutcome {
   std::int64_t peak_reserved_bytes = 0;
   bool oom = false;
-  std::int64_t oom_event_index = -1;       // first OOM
-  std::int64_t oom_request_bytes = 0;      // its rounded request
+  std::int64_t oom_event_index = -1;   // first OOM
+  std::int64_t oom_request_bytes = 0;  // its rounded request
   std::int64_t oom_device_free_bytes = 0;
-  std::int64_t oom_reserved_bytes = 0;     // reserved at that OOM
+  std::int64_t oom_reserved_bytes = 0;  // reserved at that OOM
   // reserved - allocated at that OOM, from the own-settings replay; -1 when unknown
   // (allocated block sizes are not in the trace).
   std::int64_t oom_reserved_unallocated_bytes = -1;
@@ -57,25 +58,30 @@ struct ReplayOutcome {
   std::int64_t peak_allocated_bytes = 0;
   std::int64_t final_reserved_bytes = 0;
   bool oom = false;
-  std::int64_t oom_event_index = -1;       // trace position of the malloc that failed first
-  std::int64_t oom_request_bytes = 0;      // its rounded request
+  std::int64_t oom_event_index = -1;   // trace position of the malloc that failed first
+  std::int64_t oom_request_bytes = 0;  // its rounded request
   std::int64_t oom_reserved_unallocated_bytes = 0;
-  std::string oom_message;                 // PyTorch's text for that OOM
-  std::int64_t ooms = 0;                   // mallocs that failed in total
+  std::string oom_message;  // PyTorch's text for that OOM
+  std::int64_t ooms = 0;    // mallocs that failed in total
 };
 
 struct DeviceReplay {
   int device = 0;
-  bool own_settings = true;       // replayed under the recorded settings: a check
-  std::string alloc_conf;         // the configuration replayed
+  bool own_settings = true;  // replayed under the recorded settings: a check
+  std::string alloc_conf;    // the configuration replayed
   bool expandable_segments = false;
   std::optional<std::int64_t> capacity_bytes;  // nullopt: unlimited
-  std::string capacity_source;    // "--capacity", "recorded OOM at entry N", "unlimited"
-  bool rebuilt_start = false;     // the trace starts mid-run; state rebuilt (section 10.3)
-  std::int64_t events = 0;        // trace entries replayed
+  // Set when the capacity comes from an OOM-retry release (cudaMalloc failed, PyTorch freed
+  // its cache and retried): the device held at least this (the recorded peak reserved), and
+  // capacity_bytes is the largest amount below what failed.
+  std::optional<std::int64_t> capacity_lower_bound_bytes;
+  // "--capacity", "recorded OOM at entry N", "OOM-retry release at entry N: ...", "unlimited"
+  std::string capacity_source;
+  bool rebuilt_start = false;  // the trace starts mid-run; state rebuilt (section 10.3)
+  std::int64_t events = 0;     // trace entries replayed
   std::int64_t mallocs = 0;
   std::int64_t frees = 0;
-  std::int64_t empty_caches = 0;  // release runs replayed as torch.cuda.empty_cache()
+  std::int64_t empty_caches = 0;     // release runs replayed as torch.cuda.empty_cache()
   std::int64_t compared_events = 0;  // own settings: recorded events checked
   std::int64_t mismatched_events = 0;
   std::optional<Divergence> divergence;  // own settings: the first mismatch

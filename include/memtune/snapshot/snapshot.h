@@ -20,9 +20,9 @@ namespace memtune::snapshot {
 
 // Which snapshot layout the file used.
 enum class SnapshotFormat {
-  kCurrent,        // dict with "segments", "device_traces" (+ "allocator_settings" >= ~2.4)
-  kHistory,        // dict or list whose blocks carry "history" instead of "address" (~2.0)
-  kSegmentList,    // bare list of segments (torch.cuda.memory_snapshot(), <= 1.13)
+  kCurrent,      // dict with "segments", "device_traces" (+ "allocator_settings" >= ~2.4)
+  kHistory,      // dict or list whose blocks carry "history" instead of "address" (~2.0)
+  kSegmentList,  // bare list of segments (torch.cuda.memory_snapshot(), <= 1.13)
 };
 
 // One stack frame; frames[0] of a stack is the innermost (the allocating function).
@@ -39,11 +39,11 @@ inline constexpr StackId kNoStack = -1;
 enum class BlockState { kActiveAllocated, kActivePendingFree, kInactive };
 
 struct Block {
-  std::int64_t address = 0;         // computed from the segment start when absent (legacy)
+  std::int64_t address = 0;  // computed from the segment start when absent (legacy)
   std::int64_t size_bytes = 0;
-  std::int64_t requested_bytes = 0; // stale for inactive blocks (allocator.md 8.4)
+  std::int64_t requested_bytes = 0;  // stale for inactive blocks (allocator.md 8.4)
   BlockState state = BlockState::kInactive;
-  StackId stack = kNoStack;         // allocation stack (legacy: last "history" entry)
+  StackId stack = kNoStack;  // allocation stack (legacy: last "history" entry)
 };
 
 enum class PoolType { kSmall, kLarge };
@@ -55,12 +55,12 @@ struct Segment {
   std::int64_t allocated_size_bytes = 0;
   std::int64_t active_size_bytes = 0;
   std::int64_t requested_size_bytes = 0;
-  std::int64_t stream = 0;             // raw cudaStream_t value
+  std::int64_t stream = 0;  // raw cudaStream_t value
   PoolType segment_type = PoolType::kLarge;
   std::pair<std::int64_t, std::int64_t> pool_id{0, 0};  // (0, 0) = default pool
   bool is_expandable = false;
   StackId stack = kNoStack;
-  std::vector<Block> blocks;           // address order, sizes sum to total_size_bytes
+  std::vector<Block> blocks;  // address order, sizes sum to total_size_bytes
 };
 
 enum class TraceAction {
@@ -81,21 +81,21 @@ const char* TraceActionName(TraceAction action);
 
 struct TraceEntry {
   TraceAction action = TraceAction::kOther;
-  std::int64_t addr = 0;           // for kOom: device_free (free bytes per cudaMemGetInfo)
-  std::int64_t size_bytes = 0;     // kAlloc: the unrounded request; kOom: the rounded request
+  std::int64_t addr = 0;        // for kOom: device_free (free bytes per cudaMemGetInfo)
+  std::int64_t size_bytes = 0;  // kAlloc: the unrounded request; kOom: the rounded request
   std::int64_t stream = 0;
-  std::int64_t time_us = -1;       // -1 when absent
+  std::int64_t time_us = -1;  // -1 when absent
   StackId stack = kNoStack;
 };
 
 // The "allocator_settings" dict (allocator.md 8.6); present == false for older files.
 struct AllocatorSettings {
   bool present = false;
-  std::string alloc_conf;                       // "PYTORCH_CUDA_ALLOC_CONF" as recorded
-  std::int64_t max_split_size_bytes = -1;       // -1 = unlimited (SIZE_MAX)
+  std::string alloc_conf;                  // "PYTORCH_CUDA_ALLOC_CONF" as recorded
+  std::int64_t max_split_size_bytes = -1;  // -1 = unlimited (SIZE_MAX)
   double garbage_collection_threshold = 0.0;
   bool expandable_segments = false;
-  bool expandable_segments_recorded = false;    // the "expandable_segments" key was present
+  bool expandable_segments_recorded = false;  // the "expandable_segments" key was present
   bool release_lock_on_cudamalloc = false;
   // (interval start in MiB, divisions), sorted by interval; empty when absent.
   std::vector<std::pair<std::int64_t, std::int64_t>> roundup_power2_divisions;
@@ -106,8 +106,8 @@ struct Snapshot {
   std::vector<Segment> segments;                       // all devices
   std::vector<std::vector<TraceEntry>> device_traces;  // index = device, oldest first
   AllocatorSettings settings;
-  std::vector<Frame> frames;                           // interned; shared by stacks
-  std::vector<std::vector<std::int32_t>> stacks;       // frame indexes, innermost first
+  std::vector<Frame> frames;                      // interned; shared by stacks
+  std::vector<std::vector<std::int32_t>> stacks;  // frame indexes, innermost first
 
   // Number of devices seen in segments or traces (at least 1 when either is non-empty).
   int device_count() const;
@@ -116,8 +116,10 @@ struct Snapshot {
 // Bounds for LoadSnapshot.
 struct SnapshotLimits {
   PickleLimits pickle;
-  // Largest decompressed size accepted for a gzip'd file, in bytes.
-  std::int64_t max_decompressed_bytes = 64LL * 1024 * 1024 * 1024;
+  // Largest decompressed size accepted for a gzip'd file, in bytes. 512 MiB is far above
+  // real snapshots (a full 1 M-entry trace with stacks is a few hundred MB) and keeps a
+  // gzip bomb near 512 MiB of memory; the CLI raises it with --max-snapshot-size.
+  std::int64_t max_decompressed_bytes = std::int64_t{512} << 20;
 };
 
 // Converts a parsed pickle to a Snapshot. Unknown keys are ignored; missing optional keys

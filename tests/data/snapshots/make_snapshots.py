@@ -268,6 +268,22 @@ def legacy_segments():
     return segs
 
 
+def shared_trace():
+    """Hostile: one trace entry dict referenced 5,000 times from one trace list, and that
+    list referenced 64 times (pickle memo): 320,000 entries from a file of a few KB."""
+    entry = {"action": "alloc", "addr": LARGE_SEG[0], "size": MiB, "stream": 0,
+             "time_us": T0_US, "frames": STACK_FWD}
+    trace = [entry] * 5000
+    return {"segments": [], "device_traces": [trace] * 64}
+
+
+def duplicate_segment():
+    """Hostile: example1_native with its first segment listed twice."""
+    snap = example1_native()
+    snap["segments"] = [snap["segments"][0]] + snap["segments"]
+    return snap
+
+
 def write(name, data, protocol=4, compress=False):
     raw = pickle.dumps(data, protocol=protocol)
     path = os.path.join(HERE, name)
@@ -287,6 +303,8 @@ def main():
     write("diverges.pickle", diverges())
     write("example2_native_protocol2.pickle", example2_native(), protocol=2)
     write("example1_native.pickle.gz", example1_native(), compress=True)
+    write("shared_trace.pickle", shared_trace())
+    write("duplicate_segment.pickle", duplicate_segment())
 
 
 if __name__ == "__main__":

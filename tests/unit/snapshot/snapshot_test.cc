@@ -86,9 +86,9 @@ TEST(SnapshotTest, LegacySegmentListWithHistory) {
   ASSERT_EQ(s.segments.size(), 3u);
   const Segment& seg = s.segments[2];
   ASSERT_EQ(seg.blocks.size(), 2u);
-  EXPECT_EQ(seg.blocks[1].address, seg.address + 30 * kMiB + 512);  // computed
+  EXPECT_EQ(seg.blocks[1].address, seg.address + 30 * kMiB + 512);     // computed
   EXPECT_EQ(seg.blocks[0].requested_bytes, seg.blocks[0].size_bytes);  // no requested_size
-  EXPECT_NE(seg.blocks[0].stack, kNoStack);                           // from "history"
+  EXPECT_NE(seg.blocks[0].stack, kNoStack);                            // from "history"
   EXPECT_TRUE(s.device_traces.empty());
   EXPECT_FALSE(s.settings.present);
 }
@@ -128,6 +128,7 @@ TEST(SnapshotTest, GzipErrors) {
   auto bomb = LoadSnapshot(gz, small);
   ASSERT_FALSE(bomb);
   EXPECT_EQ(bomb.error().message, "gzip data expands beyond 100 bytes");
+  EXPECT_NE(bomb.error().hint.find("--max-snapshot-size"), std::string::npos);
   for (std::size_t n = 0; n < gz.size(); ++n) {
     ASSERT_FALSE(LoadSnapshot(gz.substr(0, n))) << "gzip prefix of " << n << " bytes accepted";
   }
@@ -141,13 +142,16 @@ TEST(SnapshotTest, PicklesThatAreNotSnapshots) {
             "of segments");
   auto dict = LoadSnapshot(P("\x80\x02}."));
   ASSERT_FALSE(dict);
-  EXPECT_EQ(dict.error().message, "not a memory snapshot: the top-level dict has no 'segments' key");
+  EXPECT_EQ(dict.error().message,
+            "not a memory snapshot: the top-level dict has no 'segments' key");
 }
 
 TEST(SnapshotTest, FieldErrorsNameThePath) {
   // {"segments": [{"address": 0, "blocks": [{"size": "x", "state": "inactive"}]}]}
-  const std::string p = P("\x80\x02}(X\x08\x00\x00\x00segments](}(X\x07\x00\x00\x00" "address") +
-                        P("K\x00X\x06\x00\x00\x00" "blocks](}(X\x04\x00\x00\x00sizeX\x01\x00\x00\x00x") +
+  const std::string p = P("\x80\x02}(X\x08\x00\x00\x00segments](}(X\x07\x00\x00\x00"
+                          "address") +
+                        P("K\x00X\x06\x00\x00\x00"
+                          "blocks](}(X\x04\x00\x00\x00sizeX\x01\x00\x00\x00x") +
                         P("X\x05\x00\x00\x00stateX\x08\x00\x00\x00inactiveueueu.");
   auto snap = LoadSnapshot(p);
   ASSERT_FALSE(snap);
@@ -160,6 +164,33 @@ TEST(SnapshotTest, FileErrors) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
   EXPECT_EQ(missing.error().Describe(), "/nonexistent/snap.pickle: cannot open the file");
+}
+
+}  // namespace
+}  // namespace memtune::snapshot
+
+namespace memtune::snapshot {
+namespace {
+
+TEST(SnapshotBudgetTest, MemoSharedTracesAreRefusedBeforeTheyMultiply) {
+  auto snap = LoadSnapshot(testing_util::ReadData("shared_trace.pickle"));
+  ASSERT_FALSE(snap);
+  EXPECT_EQ(snap.error().field.rfind("device_traces[", 0), 0u) << snap.error().field;
+  EXPECT_NE(snap.error().message.find("the snapshot converts to more than"), std::string::npos)
+      << snap.error().message;
+  EXPECT_NE(snap.error().message.find("pickle memo"), std::string::npos);
+}
+
+TEST(SnapshotBudgetTest, ASegmentListedTwiceIsRefused) {
+  auto snap = LoadSnapshot(testing_util::ReadData("duplicate_segment.pickle"));
+  ASSERT_FALSE(snap);
+  EXPECT_EQ(snap.error().field, "segments[1]");
+  EXPECT_EQ(snap.error().message.rfind("lists the same segment as segments[0]", 0), 0u)
+      << snap.error().message;
+}
+
+TEST(SnapshotBudgetTest, GzipDefaultLimitIsDocumented) {
+  EXPECT_EQ(SnapshotLimits{}.max_decompressed_bytes, 512 * kMiB);
 }
 
 }  // namespace
