@@ -63,11 +63,13 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
       bytes->get<double>() > kMaxMeasuredBytes) {
     return bad("measured.bytes",
                "must be a number of bytes from 1 to " + FormatWithCommas(kMaxDeviceBytes) +
-                   " (got " + (bytes == nullptr ? std::string("nothing") : model::JsonEcho(*bytes)) + ")");
+                   " (got " +
+                   (bytes == nullptr ? std::string("nothing") : model::JsonEcho(*bytes)) + ")");
   }
   c.measured_bytes = static_cast<std::int64_t>(std::llround(bytes->get<double>()));
   if (m.contains("rank") && !m["rank"].is_string()) {
-    return bad("measured.rank", "must be one of max, rank0, last (got " + model::JsonEcho(m["rank"]) + ")");
+    return bad("measured.rank",
+               "must be one of max, rank0, last (got " + model::JsonEcho(m["rank"]) + ")");
   }
   c.rank = m.value("rank", std::string("max"));
   if (c.rank != "max" && c.rank != "rank0" && c.rank != "last") {

@@ -45,7 +45,8 @@ class HfReader {
   Result<bool> Bool(const char* key, bool fallback) const {
     if (!Has(key)) return fallback;
     const json& v = root_[key];
-    if (!v.is_boolean()) return InvalidInput(Path(key), "must be true or false, got " + JsonEcho(v));
+    if (!v.is_boolean())
+      return InvalidInput(Path(key), "must be true or false, got " + JsonEcho(v));
     return v.get<bool>();
   }
   Result<double> Number(const char* key, double fallback) const {
@@ -300,7 +301,6 @@ Status ApplyGemma2Family(const HfReader& hf, const std::string& type, YAML::Node
   if (cap > 0) out["final_logit_softcapping"] = ShortestNumberNode(cap);
   return OkStatus();
 }
-
 
 }  // namespace
 

@@ -149,10 +149,10 @@ Status Moe(const FlagReader& r, YAML::Node& m) {
     // Megatron-LM's check (moe_layer_pattern must list every layer), before the list is built.
     if (parsed.is_list && m["num_layers"] &&
         static_cast<std::int64_t>(parsed.pattern.size()) != m["num_layers"].as<std::int64_t>()) {
-      return InvalidConfig("--moe-layer-freq",
-                           "Invalid length of moe_layer_pattern: " +
-                               std::to_string(parsed.pattern.size()) + ", expected " +
-                               m["num_layers"].as<std::string>() + " (--num-layers)");
+      return InvalidConfig(
+          "--moe-layer-freq",
+          "Invalid length of moe_layer_pattern: " + std::to_string(parsed.pattern.size()) +
+              ", expected " + m["num_layers"].as<std::string>() + " (--num-layers)");
     }
     if (parsed.is_list) {
       YAML::Node list(YAML::NodeType::Sequence);
@@ -206,7 +206,8 @@ Status VirtualPipeline(const FlagReader& r, YAML::Node& m, std::int64_t pp) {
                         std::to_string(*per_stage) + " is not allowed; allowed: 1 or more");
   }
   // Past the layer limit the range check on num_layers reports it (and the sum cannot wrap).
-  if (per_stage && m["num_layers"] && pp > 0 && m["num_layers"].as<std::int64_t>() <= internal::kMaxLayers) {
+  if (per_stage && m["num_layers"] && pp > 0 &&
+      m["num_layers"].as<std::int64_t>() <= internal::kMaxLayers) {
     std::int64_t layers = m["num_layers"].as<std::int64_t>();
     layers += (r.Switch("account-for-embedding-in-pipeline-split") ? 1 : 0) +
               (r.Switch("account-for-loss-in-pipeline-split") ? 1 : 0);
