@@ -60,7 +60,13 @@ int Dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    return Dispatch(argc, argv);
+    const int code = Dispatch(argc, argv);
+    // A full disk or a closed pipe loses the report: say so rather than exit 0.
+    if (!std::cout.flush()) {
+      std::cerr << "memtune: error: writing standard output failed\n";
+      return code == memtune::cli::kExitOk ? memtune::cli::kExitFindings : code;
+    }
+    return code;
   } catch (const std::exception& e) {
     std::cerr << "memtune: internal error: " << e.what() << "\n";
     return memtune::cli::kExitInternal;
