@@ -65,20 +65,20 @@ Violations TpDividesVocab(const Job& job) {
 
 constexpr Rule kRules[] = {
     {{"heads.tp-divides-heads", Severity::kError, RuleScope::kAll, "num_attention_heads % TP == 0",
-      "choose a TP that divides the head count", kMcoreTransformer, kBlocksEstimate},
+      "choose a TP that divides the head count", kMcoreTransformer},
      TpDividesHeads},
     {{"heads.query-groups-tp", Severity::kError, RuleScope::kAll,
       "num_query_groups is a multiple or a divisor of TP",
-      "choose a TP that divides or is divided by the KV-head count", kMcoreTransformer, kBlocksEstimate},
+      "choose a TP that divides or is divided by the KV-head count", kMcoreTransformer},
      QueryGroupsVsTp},
     {{"heads.groups-divide-heads", Severity::kError, RuleScope::kAll,
       "num_attention_heads % num_query_groups == 0",
-      "set num_query_groups to a divisor of the head count", "MCore Attention.__init__", kBlocksEstimate},
+      "set num_query_groups to a divisor of the head count", "MCore Attention.__init__"},
      GroupsDivideHeads},
     {{"vocab.tp-divides-vocab", Severity::kError, RuleScope::kMegatron,
       "the (padded) vocabulary size is divisible by TP",
       "should_pad_vocab: true, or a TP that divides vocab_size",
-      "MCore VocabUtility.vocab_range_from_global_vocab_size", kBlocksEstimate},
+      "MCore VocabUtility.vocab_range_from_global_vocab_size"},
      TpDividesVocab},
 };
 
