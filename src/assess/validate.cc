@@ -97,8 +97,9 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
   // known GPU gives; without one the prediction would lack them.
   if (c.metric == "device_used" && job.memtune.gpu.empty()) {
     p.status = "error";
-    p.reason = "metric device_used needs the job's GPU (memtune.gpu): the CUDA context and "
-               "NCCL buffers depend on it";
+    p.reason =
+        "metric device_used needs the job's GPU (memtune.gpu): the CUDA context and "
+        "NCCL buffers depend on it";
     return p;
   }
   // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay;

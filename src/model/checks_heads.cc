@@ -71,16 +71,16 @@ Violations TpDividesFfn(const Job& job) {
   const int tp = m.tensor_model_parallel_size;
   const std::int64_t ffn = EffectiveFfnHiddenSize(m);
   if (tp <= 1 || m.num_moe_experts || ffn <= 0 || ffn % tp == 0) return {};
-  return {Violation{{{"model.ffn_hidden_size", Str(ffn)},
-                     {"model.tensor_model_parallel_size", Str(tp)}},
-                    Str(ffn) + " is not divisible by " + Str(tp) +
-                        " (the MLP's ffn_hidden_size split across TP ranks)",
-                    "choose a TP that divides ffn_hidden_size"}};
+  return {Violation{
+      {{"model.ffn_hidden_size", Str(ffn)}, {"model.tensor_model_parallel_size", Str(tp)}},
+      Str(ffn) + " is not divisible by " + Str(tp) +
+          " (the MLP's ffn_hidden_size split across TP ranks)",
+      "choose a TP that divides ffn_hidden_size"}};
 }
 
 constexpr Rule kRules[] = {
-    {{"heads.tp-divides-ffn", Severity::kError, RuleScope::kMegatron,
-      "ffn_hidden_size % TP == 0", "choose a TP that divides the FFN width",
+    {{"heads.tp-divides-ffn", Severity::kError, RuleScope::kMegatron, "ffn_hidden_size % TP == 0",
+      "choose a TP that divides the FFN width",
       "MCore tensor_parallel/layers.py RowParallelLinear (divide)"},
      TpDividesFfn},
     {{"heads.tp-divides-heads", Severity::kError, RuleScope::kAll, "num_attention_heads % TP == 0",

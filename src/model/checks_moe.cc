@@ -24,11 +24,11 @@ Violations TopkWithinExperts(const Job& job) {
   const auto& m = job.model;
   if (!m.num_moe_experts || *m.num_moe_experts <= 0 || m.moe_router_topk <= *m.num_moe_experts)
     return {};
-  return {Violation{{{"model.moe_router_topk", Str(m.moe_router_topk)},
-                     {kExperts, Str(*m.num_moe_experts)}},
-                    "moe_router_topk (" + Str(m.moe_router_topk) +
-                        ") must not exceed num_moe_experts (" + Str(*m.num_moe_experts) + ")",
-                    "set moe_router_topk to at most " + Str(*m.num_moe_experts)}};
+  return {Violation{
+      {{"model.moe_router_topk", Str(m.moe_router_topk)}, {kExperts, Str(*m.num_moe_experts)}},
+      "moe_router_topk (" + Str(m.moe_router_topk) + ") must not exceed num_moe_experts (" +
+          Str(*m.num_moe_experts) + ")",
+      "set moe_router_topk to at most " + Str(*m.num_moe_experts)}};
 }
 
 Violations ExpertsPositive(const Job& job) {
@@ -211,9 +211,8 @@ Violations EpOverlap(const Job& job) {
 }
 
 constexpr Rule kRules[] = {
-    {{"moe.topk-experts", Severity::kError, RuleScope::kAll,
-      "moe_router_topk <= num_moe_experts", "a top-k no larger than the expert count",
-      "MCore TopKRouter (torch.topk over the experts)"},
+    {{"moe.topk-experts", Severity::kError, RuleScope::kAll, "moe_router_topk <= num_moe_experts",
+      "a top-k no larger than the expert count", "MCore TopKRouter (torch.topk over the experts)"},
      TopkWithinExperts},
     {{"moe.ep-needs-experts", Severity::kError, RuleScope::kAll, "EP > 1 requires num_moe_experts",
       "set num_moe_experts or EP: 1", kMcoreTransformer},
