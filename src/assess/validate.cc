@@ -93,15 +93,6 @@ Prediction Predict(const ValidationCase& c, const model::Job& job, Mode mode,
                    const std::string& rank, int after) {
   Prediction p;
   p.mode = mode;
-  // NVML's device figure includes the CUDA context and the driver's share, which only a
-  // known GPU gives; without one the prediction would lack them.
-  if (c.metric == "device_used" && job.memtune.gpu.empty()) {
-    p.status = "error";
-    p.reason =
-        "metric device_used needs the job's GPU (memtune.gpu): the CUDA context and "
-        "NCCL buffers depend on it";
-    return p;
-  }
   // Every metric but max_allocated (ParseValidationCase admits four) comes from the replay;
   // max_allocated too when it is read after a given iteration (the estimate is the whole run's).
   const bool allocator_metric =
