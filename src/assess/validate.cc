@@ -10,6 +10,7 @@
 #include "assess/validate_throughput.h"
 #include "memtune/core/units.h"
 #include "memtune/model/job_parse.h"
+#include "memtune/model/strict_json.h"
 
 namespace memtune::assess {
 namespace {
@@ -32,7 +33,8 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
     c.quality = j["quality"].get<std::string>();
   if (!j.contains("job") || !j["job"].is_object())
     return bad("job", "must be a job document object");
-  c.job_text = j["job"].dump();
+  // Replaced, not thrown on: invalid UTF-8 in the job then fails the job parser with a position.
+  c.job_text = j["job"].dump(-1, ' ', false, json::error_handler_t::replace);
   if (!j.contains("measured") || !j["measured"].is_object())
     return bad("measured", "must be an object");
   const json& m = j["measured"];
@@ -61,11 +63,13 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
       bytes->get<double>() > kMaxMeasuredBytes) {
     return bad("measured.bytes",
                "must be a number of bytes from 1 to " + FormatWithCommas(kMaxDeviceBytes) +
-                   " (got " + (bytes == nullptr ? std::string("nothing") : bytes->dump()) + ")");
+                   " (got " +
+                   (bytes == nullptr ? std::string("nothing") : model::JsonEcho(*bytes)) + ")");
   }
   c.measured_bytes = static_cast<std::int64_t>(std::llround(bytes->get<double>()));
   if (m.contains("rank") && !m["rank"].is_string()) {
-    return bad("measured.rank", "must be one of max, rank0, last (got " + m["rank"].dump() + ")");
+    return bad("measured.rank",
+               "must be one of max, rank0, last (got " + model::JsonEcho(m["rank"]) + ")");
   }
   c.rank = m.value("rank", std::string("max"));
   if (c.rank != "max" && c.rank != "rank0" && c.rank != "last") {
@@ -77,7 +81,7 @@ Result<ValidationCase> ParseCase(const json& j, const std::string& where) {
         a.get<std::int64_t>() > kMaxAfterIterations) {
       return bad("measured.after_iterations", "must be a whole number of iterations from 1 to " +
                                                   std::to_string(kMaxAfterIterations) + " (got " +
-                                                  a.dump() + ")");
+                                                  model::JsonEcho(a) + ")");
     }
     c.after_iterations = a.get<int>();
   }
@@ -170,8 +174,7 @@ Result<std::vector<ValidationCase>> ParseValidationCases(std::string_view jsonl,
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string_view::npos || line[first] == '#') continue;
     const std::string where = std::string(source_name) + ":" + std::to_string(line_no);
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return InvalidInput(where, "not valid JSON");
+    MEMTUNE_TRY(const json j, model::ParseStrictJson(line, where));
     MEMTUNE_TRY(auto c, ParseCase(j, where));
     cases.push_back(std::move(c));
   }

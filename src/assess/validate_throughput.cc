@@ -6,6 +6,7 @@
 #include <map>
 
 #include "assess/error_stats.h"
+#include "memtune/model/strict_json.h"
 #include "memtune/steptime/step_time.h"
 
 namespace memtune::assess::internal {
@@ -29,11 +30,11 @@ Status ParseThroughputMeasurement(const nlohmann::json& m, const std::string& wh
   const double limit = c.metric == "mfu" ? 1.0 : 1e12;
   if (value == nullptr || !value->is_number() || !(value->get<double>() > 0) ||
       value->get<double>() > limit) {
-    return InvalidInput(where, "measured.value must be a number above 0" +
-                                   std::string(c.metric == "mfu" ? " and at most 1" : "") +
-                                   " for metric " + c.metric + " (got " +
-                                   (value == nullptr ? std::string("nothing") : value->dump()) +
-                                   ")");
+    return InvalidInput(
+        where, "measured.value must be a number above 0" +
+                   std::string(c.metric == "mfu" ? " and at most 1" : "") + " for metric " +
+                   c.metric + " (got " +
+                   (value == nullptr ? std::string("nothing") : model::JsonEcho(*value)) + ")");
   }
   c.measured_value = value->get<double>();
   if (m.contains("unit") && m["unit"].is_string()) c.unit = m["unit"].get<std::string>();
@@ -43,7 +44,8 @@ Status ParseThroughputMeasurement(const nlohmann::json& m, const std::string& wh
         !steptime::ParseFlopsFormula(f->get<std::string>(), "measured.flops_formula")) {
       return InvalidInput(where, "measured.flops_formula must be causal or noncausal for metric " +
                                      c.metric + " (got " +
-                                     (f == nullptr ? std::string("nothing") : f->dump()) + ")");
+                                     (f == nullptr ? std::string("nothing") : model::JsonEcho(*f)) +
+                                     ")");
     }
     c.flops_formula = f->get<std::string>();
   }

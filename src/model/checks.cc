@@ -71,30 +71,28 @@ int CountErrors(const std::vector<Finding>& findings) {
 
 bool BlocksEstimate(std::string_view rule_id) {
   for (const RuleInfo& rule : ListRules()) {
-    if (rule.id == rule_id) return rule.blocks_estimate;
+    if (rule.id == rule_id) return rule.severity == Severity::kError && !rule.memory_neutral;
   }
   return false;
 }
 
-// The rules marked blocks_estimate, in table order. The rule tables are static arrays, so
-// the pointers stay valid; selecting them once keeps the scan off the estimator's hot path
-// (every EstimateMemory call runs these rules).
-const std::vector<const Rule*>& BlockingRules() {
-  static const std::vector<const Rule*> kBlocking = [] {
-    std::vector<const Rule*> rules;
-    for (auto area : kAreas) {
-      for (const Rule& rule : area()) {
-        if (rule.info.blocks_estimate) rules.push_back(&rule);
-      }
+// The error rules with the given memory_neutral flag, in table order. The rule tables are
+// static arrays, so the pointers stay valid; selecting them once keeps the scan off the
+// estimator's hot path (every EstimateMemory call runs the blocking rules).
+std::vector<const Rule*> ErrorRules(bool memory_neutral) {
+  std::vector<const Rule*> rules;
+  for (auto area : kAreas) {
+    for (const Rule& rule : area()) {
+      if (rule.info.severity == Severity::kError && rule.info.memory_neutral == memory_neutral)
+        rules.push_back(&rule);
     }
-    return rules;
-  }();
-  return kBlocking;
+  }
+  return rules;
 }
 
-std::vector<Finding> StructuralErrors(const Job& job) {
+std::vector<Finding> RunRules(const std::vector<const Rule*>& rules, const Job& job) {
   std::vector<Finding> errors;
-  for (const Rule* rule : BlockingRules()) {
+  for (const Rule* rule : rules) {
     if (!Applies(rule->info.scope, job.memtune.framework)) continue;
     for (checks::Violation& v : rule->check(job)) {
       errors.push_back(Finding{std::string(rule->info.id), rule->info.severity, std::move(v.fields),
@@ -103,6 +101,16 @@ std::vector<Finding> StructuralErrors(const Job& job) {
     }
   }
   return errors;
+}
+
+std::vector<Finding> StructuralErrors(const Job& job) {
+  static const std::vector<const Rule*> kBlocking = ErrorRules(false);
+  return RunRules(kBlocking, job);
+}
+
+std::vector<Finding> MemoryNeutralErrors(const Job& job) {
+  static const std::vector<const Rule*> kNeutral = ErrorRules(true);
+  return RunRules(kNeutral, job);
 }
 
 bool IsBlackwellGpu(std::string_view gpu) {

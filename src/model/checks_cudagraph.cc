@@ -268,7 +268,7 @@ constexpr Rule kRules[] = {
       "CUDA graphs + expandable_segments need NCCL_GRAPH_REGISTER=0 (TE graphs always; any "
       "impl before Blackwell)",
       "NCCL_GRAPH_REGISTER: \"0\" in memtune.env",
-      "Megatron-LM arguments.py; MCore TECudaGraphHelper; memory-tuning playbook"},
+      "Megatron-LM arguments.py; MCore TECudaGraphHelper; memory-tuning playbook", kMemoryNeutral},
      GraphRegisterRequiredRule},
     {{"alloc.cuda-graph-nccl-register-blackwell", Severity::kWarning, RuleScope::kMegatron,
       "local/full_iteration CUDA graphs + expandable_segments on Blackwell: "

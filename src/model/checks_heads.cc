@@ -1,4 +1,5 @@
 // Attention-head and vocabulary rules: what tensor parallelism must divide.
+#include "memtune/model/parameters.h"
 #include "model/checks_internal.h"
 
 namespace memtune::model::checks {
@@ -63,22 +64,40 @@ Violations TpDividesVocab(const Job& job) {
                         Str(vocab)}};
 }
 
+// The dense MLP's fc2 (RowParallelLinear) and fc1 (ColumnParallelLinear) split the FFN
+// width across TP ranks with divide(), which asserts divisibility.
+Violations TpDividesFfn(const Job& job) {
+  const auto& m = job.model;
+  const int tp = m.tensor_model_parallel_size;
+  const std::int64_t ffn = EffectiveFfnHiddenSize(m);
+  if (tp <= 1 || m.num_moe_experts || ffn <= 0 || ffn % tp == 0) return {};
+  return {Violation{
+      {{"model.ffn_hidden_size", Str(ffn)}, {"model.tensor_model_parallel_size", Str(tp)}},
+      Str(ffn) + " is not divisible by " + Str(tp) +
+          " (the MLP's ffn_hidden_size split across TP ranks)",
+      "choose a TP that divides ffn_hidden_size"}};
+}
+
 constexpr Rule kRules[] = {
+    {{"heads.tp-divides-ffn", Severity::kError, RuleScope::kMegatron, "ffn_hidden_size % TP == 0",
+      "choose a TP that divides the FFN width",
+      "MCore tensor_parallel/layers.py RowParallelLinear (divide)"},
+     TpDividesFfn},
     {{"heads.tp-divides-heads", Severity::kError, RuleScope::kAll, "num_attention_heads % TP == 0",
-      "choose a TP that divides the head count", kMcoreTransformer, kBlocksEstimate},
+      "choose a TP that divides the head count", kMcoreTransformer},
      TpDividesHeads},
     {{"heads.query-groups-tp", Severity::kError, RuleScope::kAll,
       "num_query_groups is a multiple or a divisor of TP",
-      "choose a TP that divides or is divided by the KV-head count", kMcoreTransformer, kBlocksEstimate},
+      "choose a TP that divides or is divided by the KV-head count", kMcoreTransformer},
      QueryGroupsVsTp},
     {{"heads.groups-divide-heads", Severity::kError, RuleScope::kAll,
       "num_attention_heads % num_query_groups == 0",
-      "set num_query_groups to a divisor of the head count", "MCore Attention.__init__", kBlocksEstimate},
+      "set num_query_groups to a divisor of the head count", "MCore Attention.__init__"},
      GroupsDivideHeads},
     {{"vocab.tp-divides-vocab", Severity::kError, RuleScope::kMegatron,
       "the (padded) vocabulary size is divisible by TP",
       "should_pad_vocab: true, or a TP that divides vocab_size",
-      "MCore VocabUtility.vocab_range_from_global_vocab_size", kBlocksEstimate},
+      "MCore VocabUtility.vocab_range_from_global_vocab_size"},
      TpDividesVocab},
 };
 

@@ -27,8 +27,9 @@ using Violations = std::vector<Violation>;
 
 // A rule: its description and its predicate (returns one entry per violation, empty when
 // the job satisfies the rule).
-// RuleInfo::blocks_estimate for the rows whose violation makes the job's shape inconsistent.
-inline constexpr bool kBlocksEstimate = true;
+// RuleInfo::memory_neutral for the error rows whose violation leaves the memory figure as it
+// is (an environment variable, a launch-time switch), so estimate runs and reports it.
+inline constexpr bool kMemoryNeutral = true;
 
 struct Rule {
   RuleInfo info;

@@ -19,6 +19,18 @@ Violations EpNeedsExperts(const Job& job) {
                     "set expert_model_parallel_size: 1 for a dense model, or num_moe_experts"}};
 }
 
+// torch.topk in MCore's TopKRouter cannot pick more experts than there are.
+Violations TopkWithinExperts(const Job& job) {
+  const auto& m = job.model;
+  if (!m.num_moe_experts || *m.num_moe_experts <= 0 || m.moe_router_topk <= *m.num_moe_experts)
+    return {};
+  return {Violation{
+      {{"model.moe_router_topk", Str(m.moe_router_topk)}, {kExperts, Str(*m.num_moe_experts)}},
+      "moe_router_topk (" + Str(m.moe_router_topk) + ") must not exceed num_moe_experts (" +
+          Str(*m.num_moe_experts) + ")",
+      "set moe_router_topk to at most " + Str(*m.num_moe_experts)}};
+}
+
 Violations ExpertsPositive(const Job& job) {
   const auto& m = job.model;
   if (!m.num_moe_experts || *m.num_moe_experts > 0) return {};
@@ -199,19 +211,21 @@ Violations EpOverlap(const Job& job) {
 }
 
 constexpr Rule kRules[] = {
+    {{"moe.topk-experts", Severity::kError, RuleScope::kAll, "moe_router_topk <= num_moe_experts",
+      "a top-k no larger than the expert count", "MCore TopKRouter (torch.topk over the experts)"},
+     TopkWithinExperts},
     {{"moe.ep-needs-experts", Severity::kError, RuleScope::kAll, "EP > 1 requires num_moe_experts",
-      "set num_moe_experts or EP: 1", kMcoreTransformer, kBlocksEstimate},
+      "set num_moe_experts or EP: 1", kMcoreTransformer},
      EpNeedsExperts},
     {{"moe.experts-positive", Severity::kError, RuleScope::kAll, "num_moe_experts > 0 when set",
-      "a positive expert count or null", kMcoreTransformer, kBlocksEstimate},
+      "a positive expert count or null", kMcoreTransformer},
      ExpertsPositive},
     {{"moe.experts-divisible-ep", Severity::kError, RuleScope::kAll, "num_moe_experts % EP == 0",
-      "choose an EP that divides the expert count", kMlmArgs, kBlocksEstimate},
+      "choose an EP that divides the expert count", kMlmArgs},
      ExpertsDivisibleByEp},
     {{"moe.expert-layout", Severity::kError, RuleScope::kMegatron,
       "world_size % (ETP*EP*PP) == 0 (expert data parallel size is an integer)",
-      "choose EP*ETP dividing world/PP", "MCore parallel_state.initialize_model_parallel",
-      kBlocksEstimate},
+      "choose EP*ETP dividing world/PP", "MCore parallel_state.initialize_model_parallel"},
      ExpertLayout},
     {{"moe.ffn-without-experts", Severity::kError, RuleScope::kMegatron,
       "moe_ffn_hidden_size needs num_moe_experts (unless moe_layer_freq leaves dense layers)",
@@ -231,7 +245,7 @@ constexpr Rule kRules[] = {
      BiasNeedsEtp1},
     {{"moe.layer-freq", Severity::kError, RuleScope::kMegatron,
       "moe_layer_freq is >= 1, or a 0/1 list with one entry per layer", "fix moe_layer_freq",
-      "MCore gpt_layer_specs.get_gpt_decoder_block_spec", kBlocksEstimate},
+      "MCore gpt_layer_specs.get_gpt_decoder_block_spec"},
      LayerFreq},
     {{"moe.ep-overlap", Severity::kError, RuleScope::kMegatron,
       "overlap_moe_expert_parallel_comm: VPP when PP > 1, EP > 1, alltoall/flex, no full or "

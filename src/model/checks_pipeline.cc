@@ -249,11 +249,12 @@ Violations DeferEmbeddingWgrad(const Job& job) {
 Violations DeferEmbeddingWgradFusion(const Job& job) {
   const auto& m = job.model;
   if (!m.defer_embedding_wgrad_compute || m.gradient_accumulation_fusion) return {};
-  return {Violation{{{"model.defer_embedding_wgrad_compute", "true"},
-                     {"model.gradient_accumulation_fusion", "false"}},
-                    "Cannot defer embedding wgrad compute when gradient accumulation fusion is "
-                    "not used",
-                    "set defer_embedding_wgrad_compute: false or gradient_accumulation_fusion: true"}};
+  return {
+      Violation{{{"model.defer_embedding_wgrad_compute", "true"},
+                 {"model.gradient_accumulation_fusion", "false"}},
+                "Cannot defer embedding wgrad compute when gradient accumulation fusion is "
+                "not used",
+                "set defer_embedding_wgrad_compute: false or gradient_accumulation_fusion: true"}};
 }
 
 // True when the interleaved schedule runs: PP > 1 and VPP set, or a layout with several
@@ -285,15 +286,16 @@ Violations MicrobatchGroup(const Job& job) {
         {"train.global_batch_size", Str(job.train.global_batch_size)}};
   };
   if (group > mb || group < pp) {
-    return {Violation{fields(),
-                      "The number of contiguous micro-batches in a virtual pipeline stage "
-                      "should range in [PP=" +
-                          Str(pp) + ", M=" + Str(mb) + "] but it is " + Str(group),
-                      group < pp ? "set microbatch_group_size_per_vp_stage to at least PP (" + Str(pp) +
-                                       ") and at most M (" + Str(mb) + ")"
-                                 : "raise global_batch_size so that there are at least " + Str(group) +
-                                       " micro-batches per step, or set microbatch_group_size_per_vp_stage "
-                                       "in [PP, M]"}};
+    return {Violation{
+        fields(),
+        "The number of contiguous micro-batches in a virtual pipeline stage "
+        "should range in [PP=" +
+            Str(pp) + ", M=" + Str(mb) + "] but it is " + Str(group),
+        group < pp ? "set microbatch_group_size_per_vp_stage to at least PP (" + Str(pp) +
+                         ") and at most M (" + Str(mb) + ")"
+                   : "raise global_batch_size so that there are at least " + Str(group) +
+                         " micro-batches per step, or set microbatch_group_size_per_vp_stage "
+                         "in [PP, M]"}};
   }
   const std::int64_t rest = mb % group;
   if (rest > 0 && rest < pp) {
@@ -313,7 +315,7 @@ constexpr Rule kRules[] = {
     {{"pipeline.vpp-needs-pp", Severity::kError, RuleScope::kMegatron,
       "virtual pipeline (interleaved schedule) requires PP > 1",
       "virtual_pipeline_model_parallel_size: null, or PP > 1",
-      "MCore parallel_state.initialize_model_parallel", kBlocksEstimate},
+      "MCore parallel_state.initialize_model_parallel"},
      VppNeedsPp},
     {{"pipeline.vpp-pp2", Severity::kWarning, RuleScope::kMegatron,
       "Megatron-LM needs PP > 2 for VPP unless overlap_p2p_comm",
@@ -321,35 +323,35 @@ constexpr Rule kRules[] = {
      VppWithPp2},
     {{"pipeline.even-layers", Severity::kError, RuleScope::kMegatron,
       "(num_layers [+1 embedding] [+1 loss]) % PP == 0 for an even split",
-      "choose a PP that divides the layers, or an uneven split", kMlmArgs, kBlocksEstimate},
+      "choose a PP that divides the layers, or an uneven split", kMlmArgs},
      EvenLayers},
     {{"pipeline.even-layers-vpp", Severity::kError, RuleScope::kMegatron,
       "layers per pipeline rank % VPP == 0", "choose a VPP that divides the layers per rank",
-      kMcoreTransformer, kBlocksEstimate},
+      kMcoreTransformer},
      EvenLayersVpp},
     {{"pipeline.uneven-with-account", Severity::kError, RuleScope::kMegatron,
       "first/last stage counts exclude account_for_embedding/loss_in_pipeline_split",
-      "use one mechanism", kMcoreTransformer, kBlocksEstimate},
+      "use one mechanism", kMcoreTransformer},
      UnevenWithAccount},
     {{"pipeline.layout-exclusive", Severity::kError, RuleScope::kMegatron,
       "pipeline_model_parallel_layout excludes the other pipeline layout arguments",
-      "use one mechanism", kMcoreTransformer, kBlocksEstimate},
+      "use one mechanism", kMcoreTransformer},
      LayoutExclusive},
     {{"pipeline.uneven-stages", Severity::kError, RuleScope::kMegatron,
       "first/last stage layer counts are > 0 and divisible by VPP",
-      "change num_layers_in_first/last_pipeline_stage", kMcoreTransformer, kBlocksEstimate},
+      "change num_layers_in_first/last_pipeline_stage", kMcoreTransformer},
      UnevenStages},
     {{"pipeline.uneven-middle", Severity::kError, RuleScope::kMegatron,
       "with uneven PP the middle stages split the remaining layers evenly (and by VPP)",
-      "change the first/last stage counts", kMcoreTransformer, kBlocksEstimate},
+      "change the first/last stage counts", kMcoreTransformer},
      UnevenMiddle},
     {{"pipeline.layout-parse", Severity::kError, RuleScope::kMegatron,
       "pipeline_model_parallel_layout parses, has PP*k stages and lists every layer once",
-      "fix the layout string", "MCore PipelineParallelLayerLayout", kBlocksEstimate},
+      "fix the layout string", "MCore PipelineParallelLayerLayout"},
      LayoutParse},
     {{"pipeline.layout-vpp", Severity::kError, RuleScope::kMegatron,
       "VPP equals the layout's stages / PP", "set VPP to the layout's value or null",
-      kMcoreTransformer, kBlocksEstimate},
+      kMcoreTransformer},
      LayoutVpp},
     {{"pipeline.defer-embedding-wgrad", Severity::kError, RuleScope::kMegatron,
       "defer_embedding_wgrad_compute requires PP > 1", "defer_embedding_wgrad_compute: false",
@@ -357,12 +359,13 @@ constexpr Rule kRules[] = {
      DeferEmbeddingWgrad},
     {{"pipeline.defer-embedding-wgrad-fusion", Severity::kError, RuleScope::kMegatron,
       "defer_embedding_wgrad_compute requires gradient_accumulation_fusion",
-      "defer_embedding_wgrad_compute: false, or gradient_accumulation_fusion: true", kMcoreParallel},
+      "defer_embedding_wgrad_compute: false, or gradient_accumulation_fusion: true",
+      kMcoreParallel},
      DeferEmbeddingWgradFusion},
     {{"pipeline.microbatch-group", Severity::kError, RuleScope::kMegatron,
       "interleaved schedule: PP <= microbatch group <= micro-batches, remainder 0 or >= PP",
       "raise global_batch_size or change microbatch_group_size_per_vp_stage",
-      "MCore schedules.forward_backward_pipelining_with_interleaving", kBlocksEstimate},
+      "MCore schedules.forward_backward_pipelining_with_interleaving"},
      MicrobatchGroup},
 };
 

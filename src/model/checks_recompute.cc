@@ -225,11 +225,11 @@ Violations Fp8DelayedModules(const Job& job) {
 constexpr Rule kRules[] = {
     {{"recompute.full-needs-method", Severity::kError, RuleScope::kMegatron,
       "full recompute requires recompute_method (uniform | block)", "recompute_method: uniform",
-      kMcoreTransformer, kBlocksEstimate},
+      kMcoreTransformer},
      FullNeedsMethod},
     {{"recompute.full-needs-num-layers", Severity::kError, RuleScope::kMegatron,
       "full recompute requires recompute_num_layers >= 1", "recompute_num_layers: 1",
-      kMcoreTransformer, kBlocksEstimate},
+      kMcoreTransformer},
      FullNeedsNumLayers},
     {{"recompute.num-layers-range", Severity::kWarning, RuleScope::kMegatron,
       "recompute_num_layers <= layers per pipeline rank", "lower recompute_num_layers",

@@ -7,6 +7,9 @@
 #include <optional>
 
 #include "memtune/core/suggest.h"
+#include "memtune/model/strict_json.h"
+#include "model/job_schema.h"
+#include "model/job_values.h"
 #include "model/yaml_number.h"
 
 namespace memtune::model {
@@ -26,7 +29,12 @@ class HfReader {
     if (!Has(key)) return std::optional<std::int64_t>();
     const json& v = root_[key];
     if (!v.is_number_integer())
-      return InvalidInput(Path(key), "must be an integer, got " + v.dump());
+      return InvalidInput(Path(key), "must be an integer, got " + JsonEcho(v));
+    // get<int64_t> would wrap 2^63 and more into negative numbers.
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX) {
+      return InvalidInput(Path(key), Path(key) + " = " + v.dump() + " is out of range",
+                          "allowed: an integer below 2^63");
+    }
     return std::optional<std::int64_t>(v.get<std::int64_t>());
   }
   Result<std::int64_t> Int(const char* key) const {
@@ -37,19 +45,20 @@ class HfReader {
   Result<bool> Bool(const char* key, bool fallback) const {
     if (!Has(key)) return fallback;
     const json& v = root_[key];
-    if (!v.is_boolean()) return InvalidInput(Path(key), "must be true or false, got " + v.dump());
+    if (!v.is_boolean())
+      return InvalidInput(Path(key), "must be true or false, got " + JsonEcho(v));
     return v.get<bool>();
   }
   Result<double> Number(const char* key, double fallback) const {
     if (!Has(key)) return fallback;
     const json& v = root_[key];
-    if (!v.is_number()) return InvalidInput(Path(key), "must be a number, got " + v.dump());
+    if (!v.is_number()) return InvalidInput(Path(key), "must be a number, got " + JsonEcho(v));
     return v.get<double>();
   }
   Result<std::string> String(const char* key, const char* fallback) const {
     if (!Has(key)) return std::string(fallback);
     const json& v = root_[key];
-    if (!v.is_string()) return InvalidInput(Path(key), "must be a string, got " + v.dump());
+    if (!v.is_string()) return InvalidInput(Path(key), "must be a string, got " + JsonEcho(v));
     return v.get<std::string>();
   }
   // rope_scaling.type or rope_scaling.rope_type, or "".
@@ -197,6 +206,10 @@ Status ApplyDeepSeekV3(const HfReader& hf, YAML::Node& out) {
   MoeDispatch(out);
   MEMTUNE_TRY(auto dense, hf.OptInt("first_k_dense_replace"));
   const std::int64_t layers = out["num_layers"].as<std::int64_t>();
+  if (layers < 1 || layers > internal::kMaxLayers) {  // before the per-layer list below is built
+    return internal::OutOfRange(hf.Path("num_hidden_layers"), std::to_string(layers), 1,
+                                internal::kMaxLayers);
+  }
   const std::int64_t first_dense = std::clamp<std::int64_t>(dense.value_or(3), 0, layers);
   YAML::Node freq(YAML::NodeType::Sequence);
   freq.SetStyle(YAML::EmitterStyle::Flow);
@@ -204,7 +217,16 @@ Status ApplyDeepSeekV3(const HfReader& hf, YAML::Node& out) {
   out["moe_layer_freq"] = freq;
   MEMTUNE_TRY(auto expert_ffn, hf.OptInt("moe_intermediate_size"));
   MEMTUNE_TRY(auto shared, hf.OptInt("n_shared_experts"));
-  out["moe_shared_expert_intermediate_size"] = expert_ffn.value_or(2048) * shared.value_or(1);
+  std::int64_t shared_ffn = 0;
+  if (__builtin_mul_overflow(expert_ffn.value_or(2048), shared.value_or(1), &shared_ffn) ||
+      shared_ffn < 0 || shared_ffn > internal::kMaxDim) {
+    return internal::OutOfRange(
+        hf.Path("n_shared_experts"),
+        std::to_string(shared.value_or(1)) + " (times moe_intermediate_size " +
+            std::to_string(expert_ffn.value_or(2048)) + " gives the shared-expert size)",
+        0, internal::kMaxDim);
+  }
+  out["moe_shared_expert_intermediate_size"] = shared_ffn;
   MEMTUNE_TRY(auto mtp, hf.OptInt("num_nextn_predict_layers"));
   if (mtp.value_or(0) > 0) out["mtp_num_layers"] = *mtp;
   return OkStatus();
@@ -283,14 +305,6 @@ Status ApplyGemma2Family(const HfReader& hf, const std::string& type, YAML::Node
   return OkStatus();
 }
 
-Result<json> ParseJson(std::string_view text, std::string_view field) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    return InvalidInput(std::string(field), std::string("is not valid JSON: ") + e.what());
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> SupportedHfModelTypes() {
@@ -299,7 +313,7 @@ std::vector<std::string> SupportedHfModelTypes() {
 }
 
 Result<YAML::Node> HfConfigToModelNode(std::string_view json_text, std::string_view field) {
-  MEMTUNE_TRY(const json root, ParseJson(json_text, field));
+  MEMTUNE_TRY(const json root, ParseStrictJson(json_text, field));
   if (!root.is_object()) return InvalidInput(std::string(field), "must be a JSON object");
   const HfReader hf(root, field);
   MEMTUNE_TRY(const std::string type, hf.String("model_type", ""));

@@ -9,6 +9,7 @@
 
 #include "memtune/model/ignored_fields.h"
 #include "memtune/model/recipes.h"
+#include "model/job_override_check.h"
 #include "model/job_values.h"
 #include "model/job_yaml.h"
 #include "model/megatron_args.h"
@@ -204,6 +205,7 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
     if (e.field == "model.vocab_size" && !vocab_hint.empty()) e.hint = vocab_hint;
     return e;
   }
+  MEMTUNE_RETURN_IF_ERROR(internal::RefuseUnknownOverrides(inputs.overrides, *doc));
   for (const std::string& flag : ignored_flags) doc->ignored_fields.push_back(flag);
   if (toml) {
     for (const std::string& key : toml->ignored) doc->ignored_fields.push_back("torchtitan " + key);

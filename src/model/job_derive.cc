@@ -118,7 +118,7 @@ std::string JsonText(const Json& value) {
     }
     return text + "}";
   }
-  return value.dump();
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {

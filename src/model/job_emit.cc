@@ -62,15 +62,16 @@ bool IsPlainYaml(const std::string& text) {
   if (!std::all_of(text.begin(), text.end(), rest)) return false;
   std::string lower = text;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static constexpr std::array<std::string_view, 10> kReserved = {
-      "true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"};
+  static constexpr std::array<std::string_view, 10> kReserved = {"true", "false", "yes", "no", "on",
+                                                                 "off",  "null",  "y",   "n",  "~"};
   return std::find(kReserved.begin(), kReserved.end(), lower) == kReserved.end();
 }
 
 std::string YamlScalar(const Json& value) {
   if (value.is_string()) {
     const std::string text = value.get<std::string>();
-    return IsPlainYaml(text) ? text : value.dump();
+    return IsPlainYaml(text) ? text
+                             : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   if (value.is_array()) {
     std::string text = "[";
@@ -78,7 +79,7 @@ std::string YamlScalar(const Json& value) {
     return text + "]";
   }
   if (value.is_object() && value.empty()) return "{}";
-  return value.dump();
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string DefaultComment(const JobDocument& doc, const std::string& path) {
@@ -140,7 +141,7 @@ std::string FormatJobJson(const JobDocument& doc) {
   out["defaulted_fields"] = doc.defaulted_fields;
   out["warnings"] = doc.warnings;
   out["ignored_fields"] = doc.ignored_fields;
-  return out.dump(2) + "\n";
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace memtune::model

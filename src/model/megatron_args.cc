@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <vector>
 
+#include "memtune/core/suggest.h"
+#include "memtune/model/ignored_fields.h"
 #include "model/shell_words.h"
 
 namespace memtune::model {
@@ -243,8 +246,11 @@ class Collector {
     const KnownFlag* known = FindFlag(f.name);
     const std::string path = "--" + f.name;
     if (known == nullptr) {
+      // Megatron-LM's argparse (allow_abbrev=False) refuses a flag it does not define; a
+      // misspelt --tensor-model-parallel-size must not yield the TP 1 estimate.
+      if (FindIgnoredInput(path) == nullptr) return UnknownFlag(path);
       ignored_.push_back(path);
-      if (!f.has_value && NextIsValue()) ++i_;  // assume an unknown flag takes one value
+      if (!f.has_value && NextIsValue()) ++i_;  // assume an ignored flag takes one value
       return OkStatus();
     }
     switch (known->arity) {
@@ -264,6 +270,22 @@ class Collector {
         return List(f, path);
     }
     return OkStatus();
+  }
+
+  static Status UnknownFlag(const std::string& path) {
+    static const std::vector<std::string> kNames = [] {
+      std::vector<std::string> names;
+      for (const KnownFlag& flag : kKnownFlags) names.push_back("--" + std::string(flag.name));
+      for (const IgnoredInput& row : IgnoredInputs()) {
+        const std::string_view name = row.name;
+        if (name.rfind("--", 0) == 0 && name.back() != '*') names.emplace_back(name);
+      }
+      return names;
+    }();
+    std::string hint = DidYouMean(path, kNames);
+    return InvalidInput(
+        path, "not a Megatron-LM argument (its argparse parser refuses it)",
+        hint.empty() ? "allowed: the flags of megatron/training/arguments.py" : hint);
   }
 
   Status List(const FlagWord& f, const std::string& path) {

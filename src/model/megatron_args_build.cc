@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "memtune/core/suggest.h"
+#include "model/job_schema.h"
 #include "model/megatron_args.h"
 #include "model/megatron_flag_reader.h"
 #include "model/moe_freq_pattern.h"
@@ -86,7 +87,9 @@ Status Architecture(const FlagReader& r, YAML::Node& m) {
   MEMTUNE_RETURN_IF_ERROR(Vocabulary(r, m));
   MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, "max-position-embeddings", "max_position_embeddings"));
   const bool swiglu = r.Switch("swiglu");
-  if (!m["ffn_hidden_size"] && m["hidden_size"]) {
+  // A hidden size past the limit gets no default FFN (the range check names hidden_size).
+  if (!m["ffn_hidden_size"] && m["hidden_size"] &&
+      m["hidden_size"].as<std::int64_t>() <= internal::kMaxDim) {
     const auto h = m["hidden_size"].as<std::int64_t>();
     m["ffn_hidden_size"] = swiglu ? (4 * h * 2 / 3) / 64 * 64 : 4 * h;
   }
@@ -143,6 +146,14 @@ Status Moe(const FlagReader& r, YAML::Node& m) {
   MEMTUNE_RETURN_IF_ERROR(CopyInt(r, m, "moe-latent-size", "moe_latent_size"));
   if (const std::string* freq = r.Value("moe-layer-freq")) {
     MEMTUNE_TRY(const MoeFreq parsed, ParseMoeFreq(*freq, "--moe-layer-freq"));
+    // Megatron-LM's check (moe_layer_pattern must list every layer), before the list is built.
+    if (parsed.is_list && m["num_layers"] &&
+        static_cast<std::int64_t>(parsed.pattern.size()) != m["num_layers"].as<std::int64_t>()) {
+      return InvalidConfig(
+          "--moe-layer-freq",
+          "Invalid length of moe_layer_pattern: " + std::to_string(parsed.pattern.size()) +
+              ", expected " + m["num_layers"].as<std::string>() + " (--num-layers)");
+    }
     if (parsed.is_list) {
       YAML::Node list(YAML::NodeType::Sequence);
       list.SetStyle(YAML::EmitterStyle::Flow);
@@ -190,7 +201,13 @@ Status VirtualPipeline(const FlagReader& r, YAML::Node& m, std::int64_t pp) {
     MEMTUNE_TRY(stages, r.Int("virtual-pipeline-model-parallel-size"));
   }
   MEMTUNE_TRY(auto per_stage, r.Int("num-layers-per-virtual-pipeline-stage"));
-  if (per_stage && m["num_layers"] && pp > 0 && *per_stage > 0) {
+  if (per_stage && *per_stage <= 0) {  // validate_args divides the stage's layers by it
+    return InvalidInput("--num-layers-per-virtual-pipeline-stage",
+                        std::to_string(*per_stage) + " is not allowed; allowed: 1 or more");
+  }
+  // Past the layer limit the range check on num_layers reports it (and the sum cannot wrap).
+  if (per_stage && m["num_layers"] && pp > 0 &&
+      m["num_layers"].as<std::int64_t>() <= internal::kMaxLayers) {
     std::int64_t layers = m["num_layers"].as<std::int64_t>();
     layers += (r.Switch("account-for-embedding-in-pipeline-split") ? 1 : 0) +
               (r.Switch("account-for-loss-in-pipeline-split") ? 1 : 0);

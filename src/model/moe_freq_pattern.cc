@@ -5,11 +5,14 @@
 #include <cctype>
 #include <optional>
 
+#include "model/job_schema.h"
+
 namespace memtune::model {
 namespace {
 
-constexpr std::size_t kMaxPatternLength = 1'000'000;  // layers; guards "[1]*999999999"
-constexpr long long kMaxNumber = 1'000'000'000;       // bounds integer products
+// One entry per layer: a list longer than the layer limit can never match --num-layers.
+constexpr std::size_t kMaxPatternLength = static_cast<std::size_t>(internal::kMaxLayers);
+constexpr long long kMaxNumber = 1'000'000'000;  // bounds integer products
 
 // An expression value: an integer or a list of integers.
 struct Value {
@@ -28,6 +31,8 @@ class Parser {
     if (!value || pos_ != text_.size()) return std::nullopt;
     return value;
   }
+  // Why Parse failed when a limit (depth or length) stopped it; empty for a syntax error.
+  const std::string& limit_error() const { return limit_error_; }
 
  private:
   void Skip() {
@@ -51,7 +56,7 @@ class Parser {
       } else {
         left->number += right->number;
       }
-      if (left->list.size() > kMaxPatternLength) return std::nullopt;
+      if (left->list.size() > kMaxPatternLength) return TooLong();
     }
     return left;
   }
@@ -64,24 +69,35 @@ class Parser {
     }
     return left;
   }
-  static std::optional<Value> Multiply(const Value& a, const Value& b) {
+  std::optional<Value> TooLong() {
+    limit_error_ = "lists more than " + std::to_string(kMaxPatternLength) +
+                   " entries (one per layer; the layer limit)";
+    return std::nullopt;
+  }
+  std::optional<Value> Multiply(const Value& a, const Value& b) {
     if (!a.is_list && !b.is_list) {
       if (a.number > kMaxNumber / std::max(b.number, 1LL)) return std::nullopt;
       return Value{false, a.number * b.number, {}};
     }
     const Value& list = a.is_list ? a : b;
     const long long times = a.is_list ? b.number : a.number;
-    if (times < 0 || list.list.size() * static_cast<std::size_t>(times) > kMaxPatternLength) {
-      return std::nullopt;
-    }
+    if (times < 0) return std::nullopt;
+    if (list.list.size() * static_cast<std::size_t>(times) > kMaxPatternLength) return TooLong();
     Value out{true, 0, {}};
     for (long long i = 0; i < times; ++i)
       out.list.insert(out.list.end(), list.list.begin(), list.list.end());
     return out;
   }
+  // Parentheses recurse (Atom -> Sum -> Product -> Atom); the depth budget bounds the stack.
   std::optional<Value> Atom() {
     if (Eat('(')) {
+      if (++depth_ > kMaxMoeFreqDepth) {
+        limit_error_ = "nests parentheses deeper than " + std::to_string(kMaxMoeFreqDepth) +
+                       " levels (the limit)";
+        return std::nullopt;
+      }
       auto inner = Sum();
+      --depth_;
       return inner && Eat(')') ? inner : std::nullopt;
     }
     if (Eat('[')) return ListBody();
@@ -110,12 +126,18 @@ class Parser {
 
   std::string_view text_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
+  std::string limit_error_;
 };
 
 }  // namespace
 
 Result<MoeFreq> ParseMoeFreq(std::string_view text, std::string_view flag) {
-  const std::optional<Value> value = Parser(text).Parse();
+  Parser parser(text);
+  const std::optional<Value> value = parser.Parse();
+  if (!parser.limit_error().empty()) {
+    return InvalidInput(std::string(flag), "the expression " + parser.limit_error());
+  }
   if (!value || (!value->is_list && value->number <= 0)) {
     return InvalidInput(std::string(flag),
                         "expects a positive integer or a Python list expression such as "

@@ -398,7 +398,8 @@ std::vector<assess::FieldChange> JobChanges(const model::Job& from, const model:
   std::vector<assess::FieldChange> out;
   for (const auto& [field, get] : ChangeFields()) {
     const nlohmann::json a = get(from), b = get(to);
-    if (a != b) out.push_back({field, b.dump()});
+    if (a != b)
+      out.push_back({field, b.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
   }
   return out;
 }

@@ -138,7 +138,7 @@ std::string RenderEstimateJson(const assess::Assessment& a, const EstimateReport
   j["defaults_used"] = ctx.defaults_used;
   j["assumptions"] = e.assumptions;
   j["upstream_lines"] = e.upstream_lines;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 ordered_json ThroughputJson(const assess::ThroughputSummary& s) {
@@ -206,7 +206,7 @@ std::string RenderValidateJson(const assess::ValidationReport& report) {
     for (const auto& s : report.compare) compare[estimate::ModeName(s.mode)] = SummaryJson(s);
     j["compare_summary"] = compare;
   }
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace memtune::report

@@ -156,7 +156,7 @@ std::string RenderPlanJson(const plan::Plan& plan) {
     dropped.push_back({{"playbook", label}, {"why", why}});
   j["dropped_alternatives"] = dropped;
   j["nothing_fits"] = plan.nothing_fits.empty() ? ordered_json() : ordered_json(plan.nothing_fits);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace memtune::report

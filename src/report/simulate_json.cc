@@ -69,7 +69,7 @@ std::string RenderSimulateJson(const SimulateReport& r) {
     AddRun(compare, r.runs[1]);
   }
   j["compare"] = compare;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace memtune::report

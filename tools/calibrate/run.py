@@ -207,8 +207,12 @@ def drive(args):
     capacity = DRY_CAPACITY_BYTES if args.dry_run else int(
         args.gpu_memory_gb * 1e9 if args.gpu_memory_gb else info["total_memory"])
     chosen = sized(args.only, args.dry_run, capacity)
-    for sub in ("results", "snapshots", "jobs"):
-        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
+    try:
+        for sub in ("results", "snapshots", "jobs"):
+            os.makedirs(os.path.join(args.out, sub), exist_ok=True)
+    except OSError as e:
+        print(f"run.py: error: --out: cannot create '{args.out}': {e.strerror}", file=sys.stderr)
+        return 2
     env = environment(info, args.dry_run)
     with open(os.path.join(args.out, "environment.json"), "w") as f:
         json.dump(env, f, indent=1, sort_keys=True)

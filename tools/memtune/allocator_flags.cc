@@ -65,6 +65,10 @@ int WriteTraceIfAsked(const model::Job& job, const assess::Assessment& a, const 
   auto synth = synth::TraceSynthesizer::Create(job, so);
   if (!synth) return PrintError("estimate", synth.error());
   synth::WriteTrace(*synth, rank, out);
+  if (!out.flush()) {
+    return PrintError("estimate",
+                      InvalidInput("--emit-trace", "writing '" + f.emit_trace + "' failed"));
+  }
   return -1;
 }
 

@@ -73,7 +73,7 @@ void PrintFindingsJson(const std::vector<model::Finding>& findings, std::ostream
                       {"findings", list},
                       {"errors", errors},
                       {"warnings", static_cast<int>(findings.size()) - errors}};
-  out << doc.dump(2) << "\n";
+  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 void PrintRulesText(std::ostream& out) {
@@ -102,7 +102,7 @@ void PrintRulesJson(std::ostream& out) {
                      {"source", std::string(r.source)}});
   }
   ordered_json doc = {{"schema", "memtune.check-rules/1"}, {"rules", rules}};
-  out << doc.dump(2) << "\n";
+  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace

@@ -127,7 +127,9 @@ int RunGpus(int argc, char** argv) {
   if (format == OutputFormat::kJson) {
     ordered_json list = ordered_json::array();
     for (const GpuSpec& g : gpus) list.push_back(GpuJson(g));
-    std::cout << ordered_json{{"schema", "memtune.gpus/1"}, {"gpus", list}}.dump(2) << "\n";
+    std::cout << ordered_json{{"schema", "memtune.gpus/1"}, {"gpus", list}}.dump(
+                     2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else if (name.empty()) {
     PrintTable(gpus);
   } else {

@@ -141,7 +141,7 @@ int Show(const std::string& name, OutputFormat format) {
     }
     j["parts"] = parts;
     std::cout << ordered_json{{"schema", "memtune.models/1"}, {"models", ordered_json::array({j})}}
-                     .dump(2)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
   } else {
     PrintDetail(*entry);
@@ -159,7 +159,9 @@ int List(OutputFormat format) {
   if (format == OutputFormat::kJson) {
     ordered_json list = ordered_json::array();
     for (const ModelEntry& e : entries) list.push_back(EntryJson(e));
-    std::cout << ordered_json{{"schema", "memtune.models/1"}, {"models", list}}.dump(2) << "\n";
+    std::cout << ordered_json{{"schema", "memtune.models/1"}, {"models", list}}.dump(
+                     2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else {
     PrintList(entries);
   }

@@ -42,7 +42,8 @@ void AddFlags(CLI::App& app, SimulateFlags& f) {
   app.add_option("--timeline", f.timeline, "write the counters after every event to this CSV file");
   app.add_option("--memory-fraction", f.memory_fraction,
                  "call set_per_process_memory_fraction(F) first")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->check(FiniteNumber());
   static const std::map<std::string, alloc::PendingFreeCompletion> kPending = {
       {"next-alloc", alloc::PendingFreeCompletion::kAtNextMalloc},
       {"explicit", alloc::PendingFreeCompletion::kExplicit}};
@@ -107,7 +108,8 @@ int RunSimulate(int argc, char** argv) {
 
   std::ifstream file;
   if (f.trace != "-") {
-    if (auto dir = CheckNotDirectory(f.trace, "TRACE"); !dir) return PrintError("simulate", dir.error());
+    if (auto dir = CheckNotDirectory(f.trace, "TRACE"); !dir)
+      return PrintError("simulate", dir.error());
     file.open(f.trace);
     if (!file) return PrintError("simulate", NotFound("TRACE", "cannot open '" + f.trace + "'"));
   }
@@ -126,6 +128,10 @@ int RunSimulate(int argc, char** argv) {
   auto summaries = alloc::ReplayTrace(f.trace == "-" ? std::cin : file,
                                       f.trace == "-" ? "<stdin>" : f.trace, options);
   if (!summaries) return PrintError("simulate", summaries.error());
+  if (timeline.is_open() && !timeline.flush()) {
+    return PrintError("simulate",
+                      InvalidInput("--timeline", "writing '" + f.timeline + "' failed"));
+  }
 
   report::SimulateReport rep;
   rep.trace = f.trace;

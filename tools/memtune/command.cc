@@ -2,6 +2,8 @@
 #include "command.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <vector>
@@ -10,6 +12,19 @@
 #include "memtune/core/suggest.h"
 
 namespace memtune::cli {
+
+CLI::Validator FiniteNumber() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end != text.c_str() && !std::isfinite(value)) {
+          return "'" + text + "' is not a finite number; allowed: a number such as 0.9";
+        }
+        return "";
+      },
+      "", "finite");
+}
 
 void AddFormatOption(CLI::App& app, OutputFormat& format) {
   static const std::map<std::string, OutputFormat> kFormats = {{"text", OutputFormat::kText},

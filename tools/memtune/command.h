@@ -2,10 +2,9 @@
 // one-line error at the CLI edge, --format, and CLI11 parsing with friendly errors.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 #include "memtune/core/result.h"
 
@@ -22,18 +21,21 @@ enum ExitCode : int {
 // One row of the subcommand table in main.cc.
 struct Command {
   const char* name;
-  const char* summary;                   // one line for `memtune --help`
-  int (*run)(int argc, char** argv);     // argv[0] is the subcommand name
+  const char* summary;                // one line for `memtune --help`
+  int (*run)(int argc, char** argv);  // argv[0] is the subcommand name
 };
 
 enum class OutputFormat { kText, kJson };
 
+// A CLI11 check refusing NaN and infinities (CLI::Range lets NaN through: no comparison holds).
+CLI::Validator FiniteNumber();
+
 // Adds `--format text|json` (default text).
 void AddFormatOption(CLI::App& app, OutputFormat& format);
 
-// Parses argv into `app` (named "memtune <command>"). Returns -1 when the command should go on; otherwise the exit
-// code to return: 0 after printing --help to stdout, kExitUsage after printing one error
-// line (with a did-you-mean for unknown options) to stderr.
+// Parses argv into `app` (named "memtune <command>"). Returns -1 when the command should go on;
+// otherwise the exit code to return: 0 after printing --help to stdout, kExitUsage after printing
+// one error line (with a did-you-mean for unknown options) to stderr.
 int ParseArgs(CLI::App& app, int argc, char** argv);
 
 // Prints "memtune <command>: error: <field: message>[; <hint>]" to stderr and returns the

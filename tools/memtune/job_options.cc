@@ -12,6 +12,7 @@
 #include "job_script.h"
 #include "memtune/core/file.h"
 #include "memtune/core/units.h"
+#include "memtune/model/checks.h"
 #include "memtune/model/examples.h"
 #include "memtune/model/job_compose.h"
 #include "memtune/model/launch_script.h"
@@ -203,6 +204,14 @@ Result<model::JobDocument> LoadJob(const JobFlags& f) {
 
 void PrintJobNotes(std::string_view command, const model::JobDocument& doc, bool verbose) {
   for (const std::string& warning : doc.warnings) PrintWarning(command, warning);
+  if (command != "check" && command != "job") {
+    // Errors that leave every memory figure as it is do not block; the result says so.
+    for (const model::Finding& f : model::MemoryNeutralErrors(doc.job)) {
+      PrintWarning(command, "error[" + f.rule_id + "] " + f.message +
+                                " (the job fails upstream; this does not change the memory "
+                                "figure, which follows)");
+    }
+  }
   if (!verbose) return;
   for (const std::string& line : doc.defaults_used) {
     std::cerr << "memtune " << command << ": default: " << line << "\n";

@@ -1,5 +1,16 @@
 // memtune: the command-line tool. The command table lives in the memtune_cli library (cli.h),
 // which the Python extension (python/) runs too.
-#include "cli.h"
+#include <iostream>
 
-int main(int argc, char** argv) { return memtune::cli::RunCli(argc, argv); }
+#include "cli.h"
+#include "command.h"
+
+int main(int argc, char** argv) {
+  const int code = memtune::cli::RunCli(argc, argv);
+  // A full disk or a closed pipe loses the report: say so rather than exit 0.
+  if (!std::cout.flush()) {
+    std::cerr << "memtune: error: writing standard output failed\n";
+    return code == memtune::cli::kExitOk ? memtune::cli::kExitFindings : code;
+  }
+  return code;
+}

@@ -39,9 +39,10 @@ struct RuleInfo {
   std::string_view fix;     // the generic fix
   std::string_view source;  // the upstream rule it reproduces, e.g.
                             // "MCore TransformerConfig.__post_init__"
-  // A violation leaves the job without a consistent shape, so no memory figure follows from
-  // it and the estimator refuses the job (see BlocksEstimate).
-  bool blocks_estimate = false;
+  // For an error: the violation does not change any memory figure (an environment variable
+  // upstream requires, say), so the estimator still runs and reports it (see BlocksEstimate).
+  // Every other error blocks the estimate.
+  bool memory_neutral = false;
 };
 
 // One violated rule, with the job's offending values.
@@ -71,17 +72,18 @@ std::span<const RuleInfo> ListRules();
 // Number of findings with severity kError.
 int CountErrors(const std::vector<Finding>& findings);
 
-// True for the rules whose violation leaves the job without a consistent shape: the parallel
-// layout does not divide (world size, batch, heads, vocabulary, layers per stage, experts),
-// a size is not positive, or full recompute lacks its method (RuleInfo::blocks_estimate, set
-// in the rule tables). No memory figure follows from such a job, so the estimator refuses it
-// (estimate::EstimateMemory). Other errors (a job upstream rejects for a reason that does not
-// change the arithmetic, e.g. an environment variable) do not block an estimate; `memtune
-// check` reports them all. False for an unknown id.
+// True for the error rules not marked memory_neutral: upstream refuses such a job (an
+// assert, a ValueError, argparse), so no memory figure belongs to it and the estimator
+// (estimate::EstimateMemory, and so validate and plan) refuses it with the rule's own message.
+// False for warnings, memory-neutral errors and an unknown id.
 bool BlocksEstimate(std::string_view rule_id);
 
-// The error-severity findings of CheckJob(job) for which BlocksEstimate holds, in table order.
+// The findings of CheckJob(job) for which BlocksEstimate holds, in table order.
 std::vector<Finding> StructuralErrors(const Job& job);
+
+// The memory-neutral error findings of CheckJob(job): they do not block the estimate, and an
+// estimate of the job says so.
+std::vector<Finding> MemoryNeutralErrors(const Job& job);
 
 // True when the GPU catalog name is a Blackwell part (b100/b200/b300, gb200/gb300, ...).
 // Unknown or empty names are not Blackwell.

@@ -16,7 +16,12 @@ namespace {
 TEST(ValidateTest, ParseErrorsNameLineAndField) {
   auto bad_json = ParseValidationCases("\n{not json}\n", "cases.jsonl");
   ASSERT_FALSE(bad_json);
-  EXPECT_EQ(bad_json.error().Describe(), "cases.jsonl:2: not valid JSON");
+  EXPECT_EQ(bad_json.error().Describe().rfind("cases.jsonl:2: is not valid JSON: ", 0), 0u)
+      << bad_json.error().Describe();
+  auto dup = ParseValidationCases(R"({"id": "a", "id": "b"})", "c");
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().Describe(),
+            "c:1: duplicate key \"id\" in one object; allowed: each key once per object");
   auto bad_metric = ParseValidationCases(
       R"({"id": "a", "job": {}, "measured": {"metric": "peak", "bytes": 1}})", "c");
   ASSERT_FALSE(bad_metric);

@@ -68,6 +68,16 @@ TEST(RefuseTest, UnfusedAttentionBeyondAnyDeviceIsRefusedNotWrapped) {
   EXPECT_TRUE(EstimateMemory(job)) << "a large but real softmax is estimated";
 }
 
+TEST(RefuseTest, ContradictoryPrecisionIsRefusedWithTheRulesMessage) {
+  model::Job job = Llama70BJob();
+  job.model.fp16 = true;
+  job.model.bf16 = true;
+  auto e = EstimateMemory(job);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("[precision.fp16-bf16]"), std::string::npos)
+      << e.error().message;
+}
+
 TEST(RefuseTest, NonStructuralErrorsDoNotBlockTheEstimate) {
   // CUDA graphs + expandable segments without NCCL_GRAPH_REGISTER=0 is an upstream error
   // that does not change the arithmetic: the estimate still runs; `check` reports it.
@@ -89,13 +99,18 @@ TEST(RefuseTest, BlocksEstimateClassifiesRules) {
   EXPECT_TRUE(model::BlocksEstimate("heads.tp-divides-heads"));
   EXPECT_TRUE(model::BlocksEstimate("pipeline.even-layers-vpp"));
   EXPECT_TRUE(model::BlocksEstimate("moe.experts-divisible-ep"));
-  EXPECT_FALSE(model::BlocksEstimate("layout.tp-comm-overlap-needs-sp"));
+  // Every error blocks unless marked memory-neutral (issue 22: no number for a job upstream
+  // refuses); warnings never block.
+  EXPECT_TRUE(model::BlocksEstimate("layout.tp-comm-overlap-needs-sp"));
+  EXPECT_TRUE(model::BlocksEstimate("offload.pp"));
+  EXPECT_TRUE(model::BlocksEstimate("precision.fp16-bf16"));
   EXPECT_FALSE(model::BlocksEstimate("alloc.cuda-graph-nccl-register"));
-  EXPECT_FALSE(model::BlocksEstimate("offload.pp"));
-  // Whole areas count: at least the layout, heads, vocab and pipeline errors block.
-  int blocking = 0;
-  for (const auto& rule : model::ListRules()) blocking += model::BlocksEstimate(rule.id) ? 1 : 0;
-  EXPECT_GE(blocking, 20);
+  EXPECT_FALSE(model::BlocksEstimate("precision.ce-fusion-te"));
+  for (const auto& rule : model::ListRules()) {
+    SCOPED_TRACE(rule.id);
+    EXPECT_EQ(model::BlocksEstimate(rule.id),
+              rule.severity == model::Severity::kError && !rule.memory_neutral);
+  }
 }
 
 }  // namespace

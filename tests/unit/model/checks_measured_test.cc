@@ -1,6 +1,6 @@
-// Every job of tests/data/measured-public.jsonl (a copy of /work/shared/data/; real runs that trained) passes
-// CheckJob, or fails only the rules listed here with the reason the job document, not the
-// run, is at fault.
+// Every job of tests/data/measured-public.jsonl (a copy of /work/shared/data/; real runs that
+// trained) passes CheckJob, or fails only the rules listed here with the reason the job document,
+// not the run, is at fault.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -19,12 +19,6 @@ namespace {
 // case id -> error rules the document trips, each explained.
 const std::map<std::string, std::set<std::string>>& ExplainedErrors() {
   static const auto* explained = new std::map<std::string, std::set<std::string>>{
-      // The document omits model.hidden_dropout, so it holds MCore's default 0.1; the run
-      // used the Llama provider's 0.0 (Bridge llama providers set hidden_dropout=0), under
-      // which TE-graphed MLP recompute is allowed. The case records mlp recompute with the
-      // recipe's TE graph scope [mlp]; with 0.1 MCore would reject it.
-      {"mb-skill-llama3-70b-sft-fp8-mlp", {"cudagraph.dropout-recompute"}},
-      {"mb-skill-llama3-70b-sft-fp8-mlp_coreattn", {"cudagraph.dropout-recompute"}},
       // The case lists only PYTORCH_CUDA_ALLOC_CONF of the launch environment and infers TE
       // CUDA graphs from the current perf recipe ("the run's setting is not recorded"); that
       // recipe's launch environment also sets NCCL_GRAPH_REGISTER=0, which MCore requires

@@ -100,6 +100,15 @@ const std::map<std::string, FailingCase>& Cases() {
       {"pipeline.microbatch-group", {[](Job& j) { j.train.global_batch_size = 6; }}},
       {"moe.ep-needs-experts", {[](Job& j) { j.model.expert_model_parallel_size = 2; }}},
       {"moe.experts-positive", {[](Job& j) { j.model.num_moe_experts = 0; }}},
+      {"moe.topk-experts", {[](Job& j) {
+         j.model.num_moe_experts = 8;
+         j.model.moe_router_topk = 9;
+       }}},
+      {"heads.tp-divides-ffn", {[](Job& j) {
+         j.model.num_moe_experts.reset();
+         j.model.ffn_hidden_size = 14337;
+         j.model.tensor_model_parallel_size = 2;
+       }}},
       {"moe.experts-divisible-ep", {[](Job& j) {
          Moe(j);
          j.model.num_moe_experts = 7;

@@ -289,9 +289,9 @@ TEST(MegatronArgsTest, PrecisionLeversAndOffload) {
 }
 
 TEST(MegatronArgsTest, EqualsFormAndLastOccurrenceWins) {
-  const auto r = Convert("--num-layers=4 --num-layers 6 --unknown=3 --hidden-size=64");
+  const auto r = Convert("--num-layers=4 --num-layers 6 --lr=3e-4 --hidden-size=64");
   EXPECT_EQ(r.job["model"]["num_layers"].as<int>(), 6);
-  EXPECT_EQ(r.ignored_flags, std::vector<std::string>{"--unknown"});
+  EXPECT_EQ(r.ignored_flags, std::vector<std::string>{"--lr"});
 }
 
 TEST(MegatronArgsTest, ElasticNodesTakeTheMaximum) {
