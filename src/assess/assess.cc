@@ -82,17 +82,13 @@ const ModeVerdict* FindVerdict(const Assessment& a, AllocatorMode mode) {
   return nullptr;
 }
 
-namespace {
-
-// options.torch_version, else the job's memtune.versions.torch, else PyTorch 2.9.
-Result<alloc::TorchVersion> TorchVersionOf(const model::Job& job, const AssessOptions& options) {
+Result<alloc::TorchVersion> EffectiveTorchVersion(const model::Job& job,
+                                                  const AssessOptions& options) {
   if (options.torch_version) return *options.torch_version;
   const std::string& named = job.memtune.versions.torch;
   if (named.empty()) return alloc::kDefaultTorchVersion;
   return alloc::ParseTorchVersion(named, "memtune.versions.torch");
 }
-
-}  // namespace
 
 Result<Assessment> AssessJob(const model::Job& job, const AssessOptions& options) {
   MEMTUNE_RETURN_IF_ERROR(CheckOptions(options));
@@ -106,7 +102,7 @@ Result<Assessment> AssessJob(const model::Job& job, const AssessOptions& options
   fo.synth.num_microbatches = options.estimate.num_microbatches;
   fo.capacity_bytes = a.estimate.gpu_capacity_bytes;
   fo.non_pytorch = a.non_pytorch;  // accurate mode: one per pipeline rank, in order
-  MEMTUNE_TRY(fo.torch_version, TorchVersionOf(job, options));
+  MEMTUNE_TRY(fo.torch_version, EffectiveTorchVersion(job, options));
   auto forecast = synth::ForecastJob(job, fo);
   if (!forecast) {
     if (forecast.error().code != ErrorCode::kUnsupported) return forecast.error();

@@ -15,10 +15,16 @@ constexpr std::int64_t kBridgeDefaultSeqTokens = 1024;
 // asserts it); when both are given and differ, the dataset's wins (a `check` finding). A value
 // from model.preset / hf_config is not explicit: the dataset's wins silently.
 Status ResolveSeqLength(const YAML::Node& dataset, ParseContext& ctx) {
+  // (A missing key is an invalid node: copied, never assigned, which yaml-cpp refuses.)
   YAML::Node ds;
   if (dataset && dataset.IsMap()) {
-    const YAML::Node& d = dataset;
-    ds = d["seq_length"] && !d["seq_length"].IsNull() ? d["seq_length"] : d["sequence_length"];
+    for (const char* key : {"seq_length", "sequence_length"}) {
+      const YAML::Node value = dataset[key];
+      if (value && !value.IsNull()) {
+        ds.reset(value);
+        break;
+      }
+    }
   }
   ModelSpec& m = ctx.spec.model;
   const bool model_explicit =

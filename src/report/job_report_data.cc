@@ -150,7 +150,7 @@ Result<std::pair<ordered_json, ordered_json>> TimelineAndSegments(const JobRepor
   so.num_microbatches = in.options.estimate.num_microbatches;
   MEMTUNE_TRY(auto synth, synth::TraceSynthesizer::Create(*in.job, so));
   synth::ForecastOptions fo;
-  fo.torch_version = in.options.torch_version;
+  MEMTUNE_TRY(fo.torch_version, assess::EffectiveTorchVersion(*in.job, in.options));
   MEMTUNE_TRY(const synth::JobAllocator own, synth::JobAllocatorConfig(*in.job, fo));
   const int rank = TimelineRank(a);
   const nonpytorch::NonPytorchMemory outside = static_cast<std::size_t>(rank) < a.non_pytorch.size()

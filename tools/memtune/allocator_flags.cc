@@ -19,10 +19,11 @@ void AddAllocatorOptions(CLI::App& app, AllocatorFlags& f) {
                  "Training iterations to synthesize and simulate (default 2)")
       ->option_text("N")
       ->check(CLI::Range(1, 100));
-  app.add_option("--torch-version", f.torch_version,
-                 "PyTorch release whose allocator rules apply: 2.1 to 2.10 or main (default: "
-                 "the job's memtune.versions.torch, else " +
-                     alloc::kDefaultTorchVersion.ToString() + ")");
+  f.torch_version_option =
+      app.add_option("--torch-version", f.torch_version,
+                     "PyTorch release whose allocator rules apply: 2.1 to 2.10 or main (default: "
+                     "the job's memtune.versions.torch, else " +
+                         alloc::kDefaultTorchVersion.ToString() + ")");
   app.add_flag("--no-allocator", f.no_allocator,
                "Skip the allocator simulation (allocated memory only)");
 }
@@ -37,7 +38,8 @@ int ApplyAllocatorFlags(const AllocatorFlags& f, assess::AssessOptions& options)
   options.simulate_allocator = simulate;
   options.iterations = f.iterations;
   if (!simulate) return -1;
-  if (f.torch_version.empty()) return -1;  // the job's memtune.versions.torch, else 2.9
+  // Not given: the job's memtune.versions.torch, else 2.9 (given empty: an error below).
+  if (f.torch_version_option == nullptr || f.torch_version_option->count() == 0) return -1;
   auto version = alloc::ParseTorchVersion(f.torch_version, "--torch-version");
   if (!version) return PrintError("estimate", version.error());
   options.torch_version = *version;

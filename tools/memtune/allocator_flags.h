@@ -15,7 +15,8 @@ struct AllocatorFlags {
   std::string emit_trace;  // --emit-trace FILE
   int trace_rank = -1;     // --trace-rank N (default: the most loaded rank)
   int iterations = 2;
-  std::string torch_version;  // "" = the job's memtune.versions.torch, else 2.9
+  std::string torch_version;  // when given; else the job's memtune.versions.torch, else 2.9
+  CLI::Option* torch_version_option = nullptr;  // set by AddAllocatorOptions
   bool no_allocator = false;
 };
 

@@ -126,6 +126,12 @@ struct Assessment {
 // Example: AssessJob(job)->verdicts.front().state == VerdictState::kFits.
 Result<Assessment> AssessJob(const model::Job& job, const AssessOptions& options = {});
 
+// The PyTorch release whose allocator rules AssessJob applies: options.torch_version, else
+// the job's memtune.versions.torch, else alloc::kDefaultTorchVersion.
+// Errors: kInvalidConfig naming memtune.versions.torch for a release the rules do not know.
+Result<alloc::TorchVersion> EffectiveTorchVersion(const model::Job& job,
+                                                  const AssessOptions& options);
+
 // The verdict of `mode` in `a`, or nullptr when there is none.
 const ModeVerdict* FindVerdict(const Assessment& a, AllocatorMode mode);
 

@@ -1,0 +1,1 @@
+../../../tests/golden/job/script_gpt.sh
