@@ -89,4 +89,12 @@ RetryBound FindRetryBound(const Snapshot& snapshot, const std::vector<TraceEntry
 std::vector<std::string> BuildStart(alloc::Simulator& sim, const StartState& start,
                                     HandleMap& handles, std::int64_t& next_segment_address);
 
+// Trace actions that give memory back to the device, and that take more of it.
+inline bool IsRelease(TraceAction a) {
+  return a == TraceAction::kSegmentFree || a == TraceAction::kSegmentUnmap;
+}
+inline bool IsGrowth(TraceAction a) {
+  return a == TraceAction::kSegmentAlloc || a == TraceAction::kSegmentMap;
+}
+
 }  // namespace memtune::snapshot

@@ -11,13 +11,6 @@
 namespace memtune::snapshot {
 namespace {
 
-bool IsRelease(TraceAction a) {
-  return a == TraceAction::kSegmentFree || a == TraceAction::kSegmentUnmap;
-}
-bool IsGrowth(TraceAction a) {
-  return a == TraceAction::kSegmentAlloc || a == TraceAction::kSegmentMap;
-}
-
 bool HasFrame(const Snapshot& s, StackId stack, bool (*match)(const Frame&)) {
   const auto& frames = s.stacks[static_cast<std::size_t>(stack)];
   return std::any_of(frames.begin(), frames.end(),

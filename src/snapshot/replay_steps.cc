@@ -3,18 +3,10 @@
 
 #include "memtune/alloc/policy.h"
 #include "snapshot/replay_device.h"
+#include "snapshot/replay_internal.h"
 
 namespace memtune::snapshot {
-namespace {
-
-bool IsRelease(TraceAction a) {
-  return a == TraceAction::kSegmentFree || a == TraceAction::kSegmentUnmap;
-}
-bool IsGrowth(TraceAction a) {
-  return a == TraceAction::kSegmentAlloc || a == TraceAction::kSegmentMap;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // A release inside a malloc's group is the OOM-retry path (allocator.md 3.8) when its frames
 // say so (replay_retry.cc), when the recorded malloc then failed, or when its first new
