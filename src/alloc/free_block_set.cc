@@ -61,9 +61,9 @@ void FreeBlockSet::Renumber(std::uint32_t stream, std::size_t first_group) {
 
 FreeBlockSet::Slot FreeBlockSet::Insert(StreamId stream, std::int64_t size, std::uint64_t ptr,
                                         BlockId id) {
+  MEMTUNE_CHECK(!batch_erase_, "insert into a free-block set inside a batch erase");
   ++size_;
-  std::uint32_t si = 0;
-  while (si < streams_.size() && streams_[si].stream < stream) ++si;  // few streams
+  const std::uint32_t si = StreamLowerBound(stream);
   if (si == streams_.size() || streams_[si].stream != stream) AddStream(si, stream);
   std::vector<Group>& groups = streams_[si].groups;
   const std::size_t g = SizeLowerBound(groups, size, 0, groups.size());
@@ -185,9 +185,32 @@ void FreeBlockSet::RemoveGroup(Slot slot) {
   }
   groups.pop_back();
   if (n > 0) return;
+  if (batch_erase_) {  // dropped by EndBatchErase
+    ++emptied_streams_;
+    return;
+  }
   spare_streams_.push_back(std::move(streams_[w.stream]));
   streams_.erase(streams_.begin() + w.stream);
   for (std::uint32_t later = w.stream; later < streams_.size(); ++later) Renumber(later, 0);
+}
+
+void FreeBlockSet::EndBatchErase() {
+  batch_erase_ = false;
+  if (emptied_streams_ == 0) return;
+  emptied_streams_ = 0;
+  std::uint32_t kept = 0;
+  for (std::uint32_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i].groups.empty()) {
+      spare_streams_.push_back(std::move(streams_[i]));
+      continue;
+    }
+    if (kept != i) {
+      std::swap(streams_[kept], streams_[i]);  // streams_[i] is now a moved-from spare shell
+      Renumber(kept, 0);
+    }
+    ++kept;
+  }
+  streams_.resize(kept);
 }
 
 void FreeBlockSet::EraseMember(Slot slot, std::size_t index) {

@@ -54,7 +54,9 @@ void Simulator::Impl::GarbageCollectCachedBlocks() {
     candidates.push_back({b.size, large.get_free_blocks_call_count - b.gc_count_base});
     ids.push_back(k.id);
   });
+  large.blocks.BeginBatchErase();  // the victims leave only the large pool's block set
   for (std::size_t i : SelectGcVictims(candidates, target)) ReleaseBlock(ids[i]);
+  large.blocks.EndBatchErase();
 }
 
 bool Simulator::Impl::ReleaseAvailableCachedBlocks(const AllocParams& p) {
@@ -102,7 +104,9 @@ void Simulator::Impl::ReleaseBlocks(PoolKind kind) {
       whole_segments.push_back(k.id);
     }
   });
+  pool(kind).blocks.BeginBatchErase();  // whole segments leave only this block set
   for (BlockId id : whole_segments) ReleaseBlock(id);
+  pool(kind).blocks.EndBatchErase();
   for (BlockId id : to_unmap) {
     UnmapBlock(id);
     const Block& b = arena_[id];

@@ -46,6 +46,8 @@ struct FreeKey {
 // Positions are invalidated by Insert; EraseAt/Erase leave positions before the erased key
 // valid. A slot (the group handle Insert returns) stays valid while its key is in the set.
 // Steady-state use allocates nothing (emptied groups and streams are recycled).
+// Cost: lookups are O(log streams + log sizes) (a linear scan while there are few streams);
+// adding or removing a stream moves the later ones, O(streams), except inside a batch erase.
 class FreeBlockSet {
  public:
   using Slot = std::uint32_t;
@@ -71,7 +73,8 @@ class FreeBlockSet {
   // The position after `p` (not End).
   Pos Next(Pos p) const {
     const std::vector<Group>& groups = streams_[p.stream].groups;
-    if (p.rank + 1 < members_[groups[p.group].slot].size()) return Pos{p.stream, p.group, p.rank + 1};
+    if (p.rank + 1 < members_[groups[p.group].slot].size())
+      return Pos{p.stream, p.group, p.rank + 1};
     if (p.group + 1 < groups.size()) return Pos{p.stream, p.group + 1, 0};
     return Pos{p.stream + 1, 0, 0};
   }
@@ -108,13 +111,21 @@ class FreeBlockSet {
   void Erase(const FreeKey& key);
   bool Contains(const FreeKey& key) const;
 
+  // A batch erase: between BeginBatchErase and EndBatchErase only Erase(slot, ptr, id) may
+  // be called (no lookup, position or insert); a stream whose last key goes stays listed,
+  // empty, until EndBatchErase drops all of them in one pass. Releasing the whole cache of a
+  // pool with many streams is then O(keys + streams) instead of O(streams) per stream.
+  void BeginBatchErase() { batch_erase_ = true; }
+  void EndBatchErase();
+
   // Calls f(const FreeKey&) for every key in order. `f` must not modify the set.
   template <typename F>
   void ForEach(F&& f) const {
     for (const StreamGroups& s : streams_) {
       for (const Group& g : s.groups) {
         const Members& m = members_[g.slot];
-        for (auto it = m.rbegin(); it != m.rend(); ++it) f(FreeKey(s.stream, g.size, it->ptr, it->id));
+        for (auto it = m.rbegin(); it != m.rend(); ++it)
+          f(FreeKey(s.stream, g.size, it->ptr, it->id));
       }
     }
   }
@@ -143,10 +154,24 @@ class FreeBlockSet {
     return m[m.size() - 1 - p.rank];
   }
   std::uint32_t StreamLowerBound(StreamId stream) const {
-    std::uint32_t i = 0;  // few streams: a linear scan
-    while (i < streams_.size() && streams_[i].stream < stream) ++i;
-    return i;
+    const auto n = static_cast<std::uint32_t>(streams_.size());
+    if (n <= kLinearStreams) {  // the usual one or two streams: a linear scan
+      std::uint32_t i = 0;
+      while (i < n && streams_[i].stream < stream) ++i;
+      return i;
+    }
+    std::uint32_t lo = 0, hi = n;  // first index whose stream is >= `stream`
+    while (lo < hi) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (streams_[mid].stream < stream) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
   }
+  static constexpr std::uint32_t kLinearStreams = 8;
   // Index of the first of groups[lo, hi) whose size is >= size (hi if none). Branch-free
   // halving: a fixed trip count for a given range.
   static std::size_t SizeLowerBound(const std::vector<Group>& groups, std::int64_t size,
@@ -201,6 +226,8 @@ class FreeBlockSet {
   std::vector<Slot> spare_slots_;
   std::vector<StreamGroups> spare_streams_;  // emptied stream entries, capacity kept
   std::size_t size_ = 0;
+  bool batch_erase_ = false;
+  std::size_t emptied_streams_ = 0;  // listed but empty, inside a batch erase
 };
 
 }  // namespace memtune::alloc

@@ -85,17 +85,17 @@ TEST(FreeBlockSetTest, ReplaceMovesJoinsOrLeavesGroups) {
   const auto c = set.Insert(FreeKey(0, 4096, 0x3000, 3));
   // A lone key grows past another group: its group moves up.
   const auto a2 = set.Replace(a, 0x1000, 1, 3072, 0x1000, 1);
-  EXPECT_EQ(Contents(set), (std::vector<Tuple>{
-                               {0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}, {0, 4096, 0x3000, 3}}));
+  EXPECT_EQ(Contents(set),
+            (std::vector<Tuple>{{0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}, {0, 4096, 0x3000, 3}}));
   // A lone key shrinks onto an existing size: it joins that group, lowest address first.
   const auto c2 = set.Replace(c, 0x3000, 3, 2048, 0x0800, 3);
-  EXPECT_EQ(Contents(set), (std::vector<Tuple>{
-                               {0, 2048, 0x0800, 3}, {0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}}));
+  EXPECT_EQ(Contents(set),
+            (std::vector<Tuple>{{0, 2048, 0x0800, 3}, {0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}}));
   EXPECT_EQ(set.At(set.LowerBound(0, 1)).id, 3);
   // A key leaves a shared group (the group stays).
   set.Replace(c2, 0x0800, 3, 512, 0x0800, 3);
-  EXPECT_EQ(Contents(set), (std::vector<Tuple>{
-                               {0, 512, 0x0800, 3}, {0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}}));
+  EXPECT_EQ(Contents(set),
+            (std::vector<Tuple>{{0, 512, 0x0800, 3}, {0, 2048, 0x2000, 2}, {0, 3072, 0x1000, 1}}));
   set.Erase(a2, 0x1000, 1);
   EXPECT_EQ(set.size(), 2u);
   EXPECT_FALSE(set.Contains(FreeKey(0, 3072, 0x1000, 1)));
@@ -178,6 +178,55 @@ TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperations) {
 // short linear walk (kWalkSteps) covers, so the halving search behind it is used too.
 TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperationsWithManySizes) {
   ExpectMatchesStdSetUnderRandomOperations(11, 40);
+}
+
+// Many streams (past the linear scan, so lookups use the halving search), then a batch erase
+// of a random subset that empties whole streams: the set must match std::set afterwards and
+// its lookups, inserts and walks must work on the compacted stream list.
+TEST(FreeBlockSetTest, BatchEraseOverManyStreamsMatchesStdSet) {
+  std::mt19937_64 rng(23);
+  FreeBlockSet set;
+  std::set<Tuple> model;
+  std::map<BlockId, FreeBlockSet::Slot> slot_of;
+  std::uint64_t next_ptr = 0x10000;
+  BlockId next_id = 0;
+  auto insert = [&](StreamId stream) {
+    const std::int64_t size = 512 * static_cast<std::int64_t>(1 + rng() % 5);
+    slot_of[next_id] = set.Insert(stream, size, next_ptr, next_id);
+    model.emplace(stream, size, next_ptr, next_id);
+    next_ptr += 0x1000;
+    ++next_id;
+  };
+  for (int i = 0; i < 2000; ++i) insert(static_cast<StreamId>(rng() % 97) * 0x100 + 1);
+  for (int round = 0; round < 3; ++round) {
+    set.BeginBatchErase();
+    for (auto it = model.begin(); it != model.end();) {
+      const auto [stream, size, ptr, id] = *it;
+      // Every key of a third of the streams, and a random half of the rest.
+      if ((stream / 0x100) % 3 == static_cast<StreamId>(round) || rng() % 2 == 0) {
+        set.Erase(slot_of[id], ptr, id);
+        it = model.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    set.EndBatchErase();
+    ASSERT_EQ(set.size(), model.size());
+    ASSERT_EQ(Contents(set), std::vector<Tuple>(model.begin(), model.end()));
+    for (StreamId s = 0; s < 97 * 0x100 + 2; s += 0x80) {
+      const auto ref = model.lower_bound(Tuple(s, 1024, 0, kNoBlock));
+      const FreeBlockSet::Pos p = set.LowerBound(s, 1024);
+      if (ref == model.end()) {
+        EXPECT_TRUE(set.IsEnd(p)) << s;
+      } else {
+        ASSERT_FALSE(set.IsEnd(p)) << s;
+        const FreeKey k = set.At(p);
+        EXPECT_EQ(Tuple(k.stream(), k.size(), k.ptr, k.id), *ref) << s;
+      }
+    }
+    for (int i = 0; i < 500; ++i) insert(static_cast<StreamId>(rng() % 97) * 0x100 + 1);
+    ASSERT_EQ(Contents(set), std::vector<Tuple>(model.begin(), model.end()));
+  }
 }
 
 }  // namespace
