@@ -185,10 +185,7 @@ void FreeBlockSet::RemoveGroup(Slot slot) {
   }
   groups.pop_back();
   if (n > 0) return;
-  if (batch_erase_) {  // dropped by EndBatchErase
-    ++emptied_streams_;
-    return;
-  }
+  if (batch_erase_) return;  // dropped by EndBatchErase
   spare_streams_.push_back(std::move(streams_[w.stream]));
   streams_.erase(streams_.begin() + w.stream);
   for (std::uint32_t later = w.stream; later < streams_.size(); ++later) Renumber(later, 0);
@@ -196,8 +193,6 @@ void FreeBlockSet::RemoveGroup(Slot slot) {
 
 void FreeBlockSet::EndBatchErase() {
   batch_erase_ = false;
-  if (emptied_streams_ == 0) return;
-  emptied_streams_ = 0;
   std::uint32_t kept = 0;
   for (std::uint32_t i = 0; i < streams_.size(); ++i) {
     if (streams_[i].groups.empty()) {

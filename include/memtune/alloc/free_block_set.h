@@ -9,6 +9,7 @@
 // docs/design/allocator.md.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -46,7 +47,7 @@ struct FreeKey {
 // Positions are invalidated by Insert; EraseAt/Erase leave positions before the erased key
 // valid. A slot (the group handle Insert returns) stays valid while its key is in the set.
 // Steady-state use allocates nothing (emptied groups and streams are recycled).
-// Cost: lookups are O(log streams + log sizes) (a linear scan while there are few streams);
+// Cost: lookups are O(log streams + log sizes);
 // adding or removing a stream moves the later ones, O(streams), except inside a batch erase.
 class FreeBlockSet {
  public:
@@ -153,25 +154,12 @@ class FreeBlockSet {
     const Members& m = members_[streams_[p.stream].groups[p.group].slot];
     return m[m.size() - 1 - p.rank];
   }
-  std::uint32_t StreamLowerBound(StreamId stream) const {
-    const auto n = static_cast<std::uint32_t>(streams_.size());
-    if (n <= kLinearStreams) {  // the usual one or two streams: a linear scan
-      std::uint32_t i = 0;
-      while (i < n && streams_[i].stream < stream) ++i;
-      return i;
-    }
-    std::uint32_t lo = 0, hi = n;  // first index whose stream is >= `stream`
-    while (lo < hi) {
-      const std::uint32_t mid = lo + (hi - lo) / 2;
-      if (streams_[mid].stream < stream) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
+  std::uint32_t StreamLowerBound(StreamId stream) const {  // first stream >= `stream`
+    const auto it =
+        std::partition_point(streams_.begin(), streams_.end(),
+                             [stream](const StreamGroups& s) { return s.stream < stream; });
+    return static_cast<std::uint32_t>(it - streams_.begin());
   }
-  static constexpr std::uint32_t kLinearStreams = 8;
   // Index of the first of groups[lo, hi) whose size is >= size (hi if none). Branch-free
   // halving: a fixed trip count for a given range.
   static std::size_t SizeLowerBound(const std::vector<Group>& groups, std::int64_t size,
@@ -226,8 +214,7 @@ class FreeBlockSet {
   std::vector<Slot> spare_slots_;
   std::vector<StreamGroups> spare_streams_;  // emptied stream entries, capacity kept
   std::size_t size_ = 0;
-  bool batch_erase_ = false;
-  std::size_t emptied_streams_ = 0;  // listed but empty, inside a batch erase
+  bool batch_erase_ = false;  // emptied streams stay listed until EndBatchErase
 };
 
 }  // namespace memtune::alloc

@@ -180,7 +180,7 @@ TEST(FreeBlockSetTest, MatchesStdSetUnderRandomOperationsWithManySizes) {
   ExpectMatchesStdSetUnderRandomOperations(11, 40);
 }
 
-// Many streams (past the linear scan, so lookups use the halving search), then a batch erase
+// Many streams (97, so the halving stream lookup takes several steps), then a batch erase
 // of a random subset that empties whole streams: the set must match std::set afterwards and
 // its lookups, inserts and walks must work on the compacted stream list.
 TEST(FreeBlockSetTest, BatchEraseOverManyStreamsMatchesStdSet) {
