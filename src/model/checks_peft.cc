@@ -105,6 +105,19 @@ Violations RegatherAdvice(const Job& job) {
                     "set peft.sequence_parallel_input_regather: true"}};
 }
 
+// peft/utils.py get_effective_lora_dim raises a ValueError when the rank does not divide.
+Violations MoeLoraRank(const Job& job) {
+  if (!job.peft || !job.peft->normalize_moe_lora || !job.model.num_moe_experts) return {};
+  const std::int64_t topk = job.model.moe_router_topk, dim = job.peft->dim;
+  if (topk > 0 && dim % topk == 0) return {};
+  return {Violation{{{"peft.normalize_moe_lora", "true"},
+                     {"peft.dim", Str(dim)},
+                     {"model.moe_router_topk", Str(topk)}},
+                    "LoRA dim=" + Str(dim) + " must be divisible by moe_router_topk=" + Str(topk) +
+                        " when normalize_moe_lora is enabled",
+                    "set peft.dim to a multiple of moe_router_topk, or normalize_moe_lora: false"}};
+}
+
 constexpr Rule kRules[] = {
     {{"peft.regather-ineligible", Severity::kWarning, RuleScope::kMegatron,
       "sequence_parallel_input_regather set where it has no effect (SP off, TP 1, full "
@@ -116,6 +129,10 @@ constexpr Rule kRules[] = {
       "LoRA + SP + TP > 1 without sequence_parallel_input_regather keeps gathered LoRA-A inputs",
       "peft.sequence_parallel_input_regather: true", kPlaybook},
      RegatherAdvice},
+    {{"peft.moe-lora-rank", Severity::kError, RuleScope::kMegatron,
+      "normalize_moe_lora needs peft.dim divisible by moe_router_topk",
+      "a dim that moe_router_topk divides", "Bridge peft/utils.py get_effective_lora_dim"},
+     MoeLoraRank},
 };
 
 }  // namespace

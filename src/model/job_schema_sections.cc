@@ -156,7 +156,11 @@ SectionSpec BuildPeft() {
        Memory(p.Int("dim", &PeftConfig::dim, 1, kMaxDim), "Bridge LoRA/DoRA"),
        p.Double("alpha", &PeftConfig::alpha, 0, 1e9),
        Memory(p.Names("target_modules", &PeftConfig::target_modules), "Bridge LoRA/DoRA"),
-       p.Bool("sequence_parallel_input_regather", &PeftConfig::sequence_parallel_input_regather)},
+       p.Bool("sequence_parallel_input_regather", &PeftConfig::sequence_parallel_input_regather),
+       Memory(p.Bool("normalize_moe_lora", &PeftConfig::normalize_moe_lora), "Bridge LoRA"),
+       Memory(p.Bool("share_expert_adapters", &PeftConfig::share_expert_adapters), "Bridge LoRA"),
+       Memory(p.Bool("experts_shared_outer_loras", &PeftConfig::experts_shared_outer_loras),
+              "Bridge LoRA")},
       false};
 }
 

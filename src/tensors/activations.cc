@@ -50,6 +50,10 @@ constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
      "expert outputs kept by the probability-weighted un-permute (Megatron-Core < 0.13)"},
     {"act.shared_fc1_out", "shared-expert linear_fc1 output"},
     {"act.shared_fc2_in", "shared-expert linear_fc2 input"},
+    {"act.moe_lora_input",
+     "MoE layer LoRA-A inputs: the dispatched tokens and expert activation output the expert "
+     "adapters keep, the shared-expert adapters' inputs"},
+    {"act.moe_lora_hidden", "MoE layer LoRA-A outputs (rank-dim activations) saved by LoRA-B"},
     {"act.lora_input", "LoRA-A inputs (SP-gathered norm output unless re-gather applies)"},
     {"act.lora_hidden", "LoRA-A outputs (rank-dim activations) saved by LoRA-B"},
     {"act.post_norm_input",
@@ -206,6 +210,46 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   }
 }
 
+// LoRA on a MoE layer (Bridge 067f987d peft/lora.py, peft/utils.py ParallelLinearAdapter,
+// lora_layers.py LoRALinear): LoRALinear hands the adapter the base's input.
+// - The experts' grouped linear_fc1 / linear_fc2 (is_expert: no SP communication, expert TP):
+//   LoRA-A's linear_in saves its input for its wgrad, the dispatched tokens (fc1) or the
+//   expert activation output (fc2), in bf16, tensors the frozen grouped base does not keep;
+//   LoRA-B's linear_out saves LoRA-A's output, [tokens x topk, rank]. `moe_act` recompute
+//   frees the activation output (CheckpointWithoutOutput) and with it fc2's saved input.
+// - shared_experts.linear_fc1 / linear_fc2 are ordinary TE column / row linears: under SP
+//   the adapter gathers the local norm output itself (gather_from_sequence_parallel_region)
+//   and keeps the gathered copy unless re-gather applies; without SP it keeps the norm
+//   output the router keeps too. fc2's adapter keeps the shared activation output.
+// The per-expert and shared-outer variants save inputs of the same sizes (an approximation:
+// their grouped projections keep each expert's slice of the same tensors).
+void FillMoeLora(const ActContext& c, ActBytes& a) {
+  const std::int64_t act = c.act_bytes;
+  const std::int64_t copies = c.topk * c.etp;  // expert rows per local (SP) token
+  const std::int64_t fe = c.moe_ffn / c.etp;
+  std::int64_t input = 0, hidden = 0;
+  if (c.lora_fc1) {
+    input += act * c.h * copies / c.hid_div;
+    hidden += act * c.lora_expert_fc1_dim * copies / c.hid_div;
+  }
+  if (c.lora_fc2) {
+    if (!c.recompute_moe_act) input += act * fe * copies / c.hid_div;
+    hidden += act * c.lora_expert_dim * copies / c.hid_div;
+  }
+  if (c.shared_ffn > 0 && !c.recompute_shared) {
+    if (c.lora_fc1) {
+      input += c.hid_div > 1 && !c.lora_regather ? act * c.h : 0;
+      hidden += act * c.lora_dim;
+    }
+    if (c.lora_fc2) {
+      input += act * c.shared_ffn / c.tp;
+      hidden += act * c.lora_dim;
+    }
+  }
+  a[kMoeLoraInput] = input;
+  a[kMoeLoraHidden] = hidden;
+}
+
 void FillLora(const ActContext& c, bool moe_layer, bool fp8_layer, ActBytes& a) {
   if (c.lora_dim <= 0) return;
   const std::int64_t act = c.act_bytes;
@@ -237,6 +281,7 @@ void FillLora(const ActContext& c, bool moe_layer, bool fp8_layer, ActBytes& a) 
   }
   a[kLoraInput] = input;
   a[kLoraHidden] = act * c.lora_dim * targets;
+  if (moe_layer && !c.recompute_moe) FillMoeLora(c, a);
 }
 
 // TE attention/dot_product_attention/softmax.py and MCore fusions/fused_softmax.py
@@ -366,6 +411,14 @@ ActContext MakeActContext(const model::Job& job) {
   if (job.peft) {
     c.frozen_base = true;
     c.lora_dim = job.peft->dim;
+    // peft/utils.py get_effective_lora_dim, align_expert_dim_for_tp (linear_fc1 only: the
+    // row-parallel fc2 adapter is input-parallel).
+    const std::int64_t topk = std::max<std::int64_t>(1, m.moe_router_topk);
+    c.lora_expert_dim = job.peft->normalize_moe_lora ? c.lora_dim / topk : c.lora_dim;
+    c.lora_expert_fc1_dim = c.lora_expert_dim;
+    if (job.peft->normalize_moe_lora && c.lora_expert_dim % c.etp != 0) {
+      c.lora_expert_fc1_dim = (c.lora_expert_dim + c.etp - 1) / c.etp * c.etp;
+    }
     c.lora_qkv = Targets(*job.peft, "linear_qkv");
     c.lora_proj = Targets(*job.peft, "linear_proj");
     c.lora_fc1 = Targets(*job.peft, "linear_fc1");

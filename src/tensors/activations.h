@@ -36,6 +36,8 @@ enum ActTensor : int {
   kMoeCombine,        // expert outputs kept by the weighted un-permute (MCore < 0.13)
   kSharedFc1Out,      // shared-expert linear_fc1 output
   kSharedFc2In,       // shared-expert linear_fc2 input
+  kMoeLoraInput,      // MoE layer LoRA-A inputs: dispatched tokens, expert act output, shared
+  kMoeLoraHidden,     // MoE layer LoRA-A outputs (rank-`dim` activations)
   kLoraInput,         // LoRA-A inputs the frozen base does not keep (gathered SP input)
   kLoraHidden,        // LoRA-A outputs (rank-`dim` activations)
   kPostNormInput,     // Gemma 2/3: linear_proj and linear_fc2 outputs, saved by their post norms
@@ -103,6 +105,8 @@ struct ActContext {
        off_norm2 = false, off_expert_fc1 = false, off_moe_act = false;
   // LoRA (0 when absent): targets and whether the SP input re-gather applies.
   std::int64_t lora_dim = 0;
+  std::int64_t lora_expert_dim = 0;      // the experts' adapters' rank (normalize_moe_lora)
+  std::int64_t lora_expert_fc1_dim = 0;  // ... of linear_fc1 (rounded up to ETP)
   bool lora_qkv = false, lora_proj = false, lora_fc1 = false, lora_fc2 = false;
   bool lora_regather = false;
 };

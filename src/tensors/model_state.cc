@@ -80,29 +80,69 @@ bool Targets(const model::PeftConfig& p, std::string_view module) {
          p.target_modules.end();
 }
 
-// Bridge peft/utils.py ParallelLinearAdapter: linear_in + linear_out = dim * (in + out)
-// per targeted linear, sharded over TP (megatron.md §6); DoRA adds a magnitude vector.
-std::int64_t LoraElements(const model::Job& job, bool moe_layer) {
-  if (!job.peft) return 0;
+// LoRA adapter elements of one layer on one rank: dense (TP-sharded) adapters, and the
+// adapters of a MoE layer's expert linears (expert params, sharded over expert TP).
+struct LoraCounts {
+  std::int64_t dense = 0, expert = 0;
+};
+
+// Bridge 067f987d peft/lora.py LoRA.transform and peft/utils.py. A targeted linear gets
+// ParallelLinearAdapter: linear_in (in -> dim) + linear_out (dim -> out), both split over the
+// linear's TP group, so dim * (in + out) / tp; DoRA adds a magnitude vector of `out`
+// (megatron.md section 6). Names match by suffix, so a MoE layer's shared_experts.linear_fc1/2
+// are ordinary TP adapters; the experts' grouped linears (is_expert_linear) use the expert
+// TP group, the rank dim / moe_router_topk with normalize_moe_lora (get_effective_lora_dim;
+// linear_fc1 rounded up to a multiple of ETP, align_expert_dim_for_tp), and:
+// share_expert_adapters (default) one adapter for the rank's local experts;
+// otherwise GroupedExpertLinearAdapter, [local_experts, ...] weights of the same shard
+// shapes; experts_shared_outer_loras: fc1's linear_in and fc2's linear_out are ETP-split
+// shared linears, the other side PackedPerExpertLinear [local_experts, out, in] unsplit.
+LoraCounts LoraElements(const model::Job& job, bool moe_layer) {
+  if (!job.peft) return {};
   const auto& m = job.model;
   const auto& p = *job.peft;
   const std::int64_t h = m.hidden_size, d = model::EffectiveKvChannels(m);
   const std::int64_t q = m.num_attention_heads * d, kv = model::EffectiveQueryGroups(m) * d;
-  const std::int64_t f =
-      moe_layer ? model::EffectiveMoeFfnHiddenSize(m) : model::EffectiveFfnHiddenSize(m);
   const std::int64_t glu = m.gated_linear_unit ? 2 : 1;
-  std::int64_t elements = 0, outs = 0;
-  auto add = [&](std::string_view name, std::int64_t in, std::int64_t out) {
+  const std::int64_t tp = std::max(1, m.tensor_model_parallel_size);
+  const bool dora = p.method == model::PeftMethod::kDora;
+  LoraCounts n;
+  auto dense = [&](std::string_view name, std::int64_t in, std::int64_t out) {
     if (!Targets(p, name)) return;
-    elements += p.dim * (in + out);
-    outs += out;
+    n.dense += (p.dim * (in + out) + (dora ? out : 0)) / tp;
   };
-  add("linear_qkv", h, q + 2 * kv);
-  add("linear_proj", q, h);
-  add("linear_fc1", h, glu * f);
-  add("linear_fc2", f, h);
-  if (p.method == model::PeftMethod::kDora) elements += outs;
-  return elements / std::max(1, m.tensor_model_parallel_size);
+  dense("linear_qkv", h, q + 2 * kv);
+  dense("linear_proj", q, h);
+  if (!moe_layer) {
+    const std::int64_t f = model::EffectiveFfnHiddenSize(m);
+    dense("linear_fc1", h, glu * f);
+    dense("linear_fc2", f, h);
+    return n;
+  }
+  if (const std::int64_t fs = m.moe_shared_expert_intermediate_size.value_or(0); fs > 0) {
+    dense("linear_fc1", h, glu * fs);
+    dense("linear_fc2", fs, h);
+  }
+  const std::int64_t fe = model::EffectiveMoeFfnHiddenSize(m);
+  const std::int64_t etp = std::max(1, model::ExpertTensorParallelSize(job));
+  const std::int64_t local =
+      m.num_moe_experts.value_or(0) / std::max(1, m.expert_model_parallel_size);
+  const std::int64_t topk = std::max<std::int64_t>(1, m.moe_router_topk);
+  auto expert = [&](std::string_view name, std::int64_t in, std::int64_t out, bool fc1) {
+    if (!Targets(p, name)) return;
+    std::int64_t r = p.normalize_moe_lora ? p.dim / topk : p.dim;
+    if (p.normalize_moe_lora && fc1 && r % etp != 0) r = (r + etp - 1) / etp * etp;
+    const std::int64_t a = r * in, b = r * out;  // linear_in, linear_out elements
+    if (p.experts_shared_outer_loras) {
+      n.expert += fc1 ? a / etp + local * b : local * a + b / etp;
+    } else {
+      n.expert += (p.share_expert_adapters ? 1 : local) * (a + b) / etp;
+    }
+    if (dora) n.expert += out / etp;
+  };
+  expert("linear_fc1", h, glu * fe, true);
+  expert("linear_fc2", fe, h, false);
+  return n;
 }
 
 void Add(RankParams& r, const ListSums& s, std::int64_t times, bool frozen) {
@@ -143,7 +183,9 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
     c.layer[moe][0] = layer.Sums(false);
     c.layer[moe][1] = layer.Sums(fp8_params);
     c.te_linear[moe] = layer.fp8.dense_fp8 + layer.fp8.expert_fp8;
-    c.lora[moe] = LoraElements(job, moe == 1);
+    const LoraCounts lora = LoraElements(job, moe == 1);
+    c.lora[moe] = lora.dense;
+    c.lora_expert[moe] = lora.expert;
   }
   ListSumSink embedding(tp, ep, etp, false);
   model::AddEmbeddingParameters(m, vocab, embedding);
@@ -210,6 +252,7 @@ RankParams CountRankParams(const model::Job& job, const ParamCatalog& catalog,
       if (n == 0) continue;
       Add(r, catalog.layer[moe][fp8], n, frozen);
       r.dense_hp += catalog.lora[moe] * n;
+      r.expert_hp += catalog.lora_expert[moe] * n;
       if (m.fp8 != model::Fp8Format::kNone && fp8 == 1) r.te_linear += catalog.te_linear[moe] * n;
       r.largest_layer = std::max(r.largest_layer, catalog.layer[moe][0].Total());
     }

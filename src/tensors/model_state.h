@@ -37,9 +37,10 @@ struct ListSums {
 // The job's parameter tensors (model/parameters.h), enumerated and summed per layer kind
 // once per job, so that each rank only multiplies by its layer counts.
 struct ParamCatalog {
-  ListSums layer[2][2];            // [moe][stored fp8] per transformer layer
-  std::int64_t te_linear[2] = {};  // TE linear-weight elements per layer, [moe]
-  std::int64_t lora[2] = {};       // LoRA adapter elements per layer, [moe]
+  ListSums layer[2][2];              // [moe][stored fp8] per transformer layer
+  std::int64_t te_linear[2] = {};    // TE linear-weight elements per layer, [moe]
+  std::int64_t lora[2] = {};         // LoRA adapter elements per layer, [moe]: dense params
+  std::int64_t lora_expert[2] = {};  // the expert linears' adapters (expert params), [moe]
   ListSums embedding, output, word_embedding, mtp_extra;
   // The placeholder shapes of one layer's linears, [moe], and of an MTP block's extra
   // linears, in params_dtype (wgrad_shapes.h; whether the job keeps placeholders is the

@@ -307,6 +307,12 @@ struct PeftConfig {
   std::vector<std::string> target_modules = {"linear_qkv", "linear_proj", "linear_fc1",
                                              "linear_fc2"};
   bool sequence_parallel_input_regather = false;
+  // MoE expert linears (Bridge peft/lora.py @067f987d): the rank dim / moe_router_topk on
+  // experts; one adapter shared by a rank's local experts, or one per expert; shared-outer
+  // (fc1's A and fc2's B shared, the other side per expert).
+  bool normalize_moe_lora = false;
+  bool share_expert_adapters = true;
+  bool experts_shared_outer_loras = false;
 
   bool operator==(const PeftConfig&) const = default;
 };

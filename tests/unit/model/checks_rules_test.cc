@@ -339,6 +339,12 @@ const std::map<std::string, FailingCase>& Cases() {
          j.model.cuda_graph_scope = {"mlp"};
        }}},
       {"peft.regather-advice", {[](Job& j) { j.peft = PeftConfig{}; }}},
+      {"peft.moe-lora-rank", {[](Job& j) {
+         j.model.num_moe_experts = 8;
+         j.model.moe_router_topk = 3;
+         j.peft = PeftConfig{};  // dim 32
+         j.peft->normalize_moe_lora = true;
+       }}},
       {"ddp.overlap-param-gather-sharded", {[](Job& j) {
          j.ddp.overlap_param_gather = true;
          j.ddp.overlap_grad_reduce = true;

@@ -198,6 +198,38 @@ TEST(SynthTest, InvariantsLora) {
   }
 }
 
+// LoRA on MoE layers: the expert and shared-expert adapters keep their inputs and LoRA-A
+// outputs per MoE layer (activations.cc FillMoeLora), in the trace as in the estimate, and
+// the peak of the first stage (a layer backward) matches it with and without adapters on
+// the MLP linears.
+TEST(SynthTest, LoraOnMoeLayersMatchesTheEstimate) {
+  auto job = Llama70BJob();
+  job.model.num_layers = 8;
+  job.model.pipeline_model_parallel_size = 2;
+  job.model.virtual_pipeline_model_parallel_size = std::nullopt;
+  job.model.num_moe_experts = 8;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 4096;
+  job.model.moe_shared_expert_intermediate_size = 2048;
+  job.model.moe_grouped_gemm = true;
+  job.model.expert_model_parallel_size = 2;
+  job.memtune.world_size = 16;
+  job.peft = model::PeftConfig{};
+  std::int64_t peaks[2] = {};
+  for (int mlp = 0; mlp < 2; ++mlp) {
+    job.peft->target_modules = {"linear_qkv", "linear_proj"};
+    if (mlp)
+      job.peft->target_modules.insert(job.peft->target_modules.end(), {"linear_fc1", "linear_fc2"});
+    CheckInvariants(job);
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e) << e.error().Describe();
+    const Recorder rec = Record(job, 0);
+    EXPECT_EQ(rec.peak_bytes, e->ranks[0].allocated_bytes) << "mlp targets " << mlp;
+    peaks[mlp] = e->ranks[0].allocated_bytes;
+  }
+  EXPECT_GT(peaks[1], peaks[0]);
+}
+
 TEST(SynthTest, InvariantsUnfusedAttention) {
   for (const model::AttentionBackend impl :
        {model::AttentionBackend::kUnfused, model::AttentionBackend::kLocal}) {

@@ -173,6 +173,48 @@ TEST(ActivationsTest, MoeModulesDropTheirTensors) {
   EXPECT_EQ(none[kLn2Output], 64);  // the checkpointed MoE keeps its input
 }
 
+// LoRA on a MoE layer (Bridge peft/lora.py, peft/utils.py ParallelLinearAdapter): the
+// expert adapters keep the dispatched tokens (fc1) and the expert activation output (fc2)
+// the frozen grouped base drops, and LoRA-A's [tokens x topk, dim] outputs; the shared
+// expert's fc2 adapter keeps its input.
+TEST(ActivationsTest, LoraOnMoeLayerKeepsTheExpertInputsAndHiddens) {
+  auto job = TinyJob();
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 8;
+  job.peft = model::PeftConfig{};
+  job.peft->dim = 2;
+  job.peft->target_modules = {"linear_fc1", "linear_fc2"};
+  auto a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kMoeDispatch], 0);  // the frozen grouped fc1 keeps no input
+  EXPECT_EQ(a[kMoeFc2In], 0);
+  // 4 tokens x 2 copies x bf16: fc1 input h 8, fc2 input f_e 8.
+  EXPECT_EQ(a[kMoeLoraInput], 4 * 2 * 2 * (8 + 8));
+  EXPECT_EQ(a[kMoeLoraHidden], 4 * 2 * 2 * (2 + 2));
+  EXPECT_EQ(a[kLoraInput] + a[kLoraHidden], 0);  // no attention targets
+  // normalize_moe_lora: the experts' rank is dim / topk.
+  job.peft->dim = 4;
+  job.peft->normalize_moe_lora = true;
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kMoeLoraHidden], 4 * 2 * 2 * (2 + 2));
+  // A shared expert of 4: its fc2 adapter keeps the 4-wide input; without SP the fc1 one
+  // holds the norm output the router keeps (nothing more). Hiddens at the full rank 4.
+  job.model.moe_shared_expert_intermediate_size = 4;
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kMoeLoraInput], 4 * 2 * 2 * (8 + 8) + 4 * 2 * 4);
+  EXPECT_EQ(a[kMoeLoraHidden], 4 * 2 * 2 * (2 + 2) + 4 * 2 * (4 + 4));
+  // moe_act recompute frees the activation output fc2's adapter holds; moe drops it all.
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"moe_act"};
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kMoeLoraInput], 4 * 2 * 2 * 8 + 4 * 2 * 4);
+  job.model.recompute_modules = {"moe"};
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kMoeLoraInput] + a[kMoeLoraHidden], 0);
+  // Dense layers of the same job are unchanged.
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMoeLoraInput], 0);
+}
+
 // Megatron-Core < 0.13 un-permutes with the probabilities, which keeps the expert outputs;
 // from 0.13 the experts' activation applies them (model/versions.h McoreProbsInExperts).
 TEST(ActivationsTest, MoeCombineKeptOnlyBeforeMegatronCore013) {

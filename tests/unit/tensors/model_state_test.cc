@@ -109,6 +109,42 @@ TEST(ModelStateTest, PeftFrozenBaseHasNoGradientsOrOptimizerState) {
   EXPECT_EQ(s.main_params, 4 * adapters);
 }
 
+// Bridge peft/lora.py on MoE layers: the experts' grouped linears get expert adapters (one
+// per rank shared by its local experts, or one per expert), the shared expert's linears
+// ordinary ones; rank dim / topk with normalize_moe_lora.
+TEST(ModelStateTest, LoraOnMoeLayersCountsExpertAndSharedExpertAdapters) {
+  auto job = TinyJob();
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 8;
+  job.peft = model::PeftConfig{};
+  job.peft->dim = 2;
+  job.peft->target_modules = {"linear_fc1", "linear_fc2"};
+  auto catalog = MakeParamCatalog(job);
+  // fc1: dim * (h 8 + 2 * f_e 16), fc2: dim * (f_e 8 + h 8).
+  EXPECT_EQ(catalog.lora_expert[1], 2 * (8 + 16) + 2 * (8 + 8));
+  EXPECT_EQ(catalog.lora[1], 0);
+  EXPECT_EQ(catalog.lora[0], 2 * (8 + 32) + 2 * (16 + 8));  // dense layers: f 16
+  job.peft->share_expert_adapters = false;  // one adapter per local expert (EP 1: 4)
+  EXPECT_EQ(MakeParamCatalog(job).lora_expert[1], 4 * (2 * (8 + 16) + 2 * (8 + 8)));
+  job.peft->share_expert_adapters = true;
+  job.peft->experts_shared_outer_loras = true;  // fc1 A and fc2 B shared, the rest per expert
+  EXPECT_EQ(MakeParamCatalog(job).lora_expert[1], 2 * 8 + 4 * 2 * 16 + 4 * 2 * 8 + 2 * 8);
+  job.peft->experts_shared_outer_loras = false;
+  job.peft->dim = 4;
+  job.peft->normalize_moe_lora = true;  // experts at rank 2, the shared expert at 4
+  job.model.moe_shared_expert_intermediate_size = 4;
+  catalog = MakeParamCatalog(job);
+  EXPECT_EQ(catalog.lora_expert[1], 2 * (8 + 16) + 2 * (8 + 8));
+  EXPECT_EQ(catalog.lora[1], 4 * (8 + 8) + 4 * (4 + 8));
+  // Expert adapters are expert parameters: with EP 2 each rank has its own.
+  job.model.expert_model_parallel_size = 2;
+  job.memtune.world_size = 2;
+  const ModelChunk all{0, 0, 2, true, true, 0};
+  const auto params = CountRankParams(job, MakeParamCatalog(job), Stage({all}), 1);
+  EXPECT_EQ(params.expert_hp, 2 * (2 * (8 + 16) + 2 * (8 + 8)));
+}
+
 TEST(ModelStateTest, OptimizerCpuOffloadMovesTheFractionOffGpu) {
   auto job = TinyJob();
   job.optimizer.optimizer_cpu_offload = true;
