@@ -1,9 +1,12 @@
 // torchtitan TOML -> job document (torchtitan @ 9dec370 config/job_config.py field names;
-// flavors from torchtitan/models/llama3/__init__.py llama3_args).
+// flavors from torchtitan/models/llama3/__init__.py llama3_args and, for Qwen3, d880de214
+// torchtitan/models/qwen3/__init__.py qwen3_configs).
 #include "model/torchtitan_toml.h"
 
 #include <algorithm>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace memtune::model::internal {
 namespace {
@@ -52,12 +55,23 @@ std::string Unquote(const std::string& value) {
   return value;
 }
 
-// The catalog model of a torchtitan llama3 flavor (dim, layers, heads, kv heads and ffn of
-// llama3_args match the presets' config.json architectures).
-const std::map<std::string, std::string>& Llama3Flavors() {
-  static const std::map<std::string, std::string> kFlavors = {
-      {"8B", "llama3-8b"}, {"70B", "llama3-70b"}, {"405B", "llama3.1-405b"}};
+// The catalog model of a torchtitan model flavor: llama3_args (dim, layers, heads, kv heads
+// and ffn match the presets' config.json architectures) and qwen3_configs (torchtitan
+// d880de214 torchtitan/models/qwen3/__init__.py "8B": dim 4096, 36 layers, 32 heads, 8 KV
+// heads, head_dim 128, hidden_dim 12288, qk_norm, untied; the qwen3-8b preset's shape).
+using Flavors = std::vector<std::pair<std::string, std::string>>;  // flavor, preset
+
+const std::map<std::string, Flavors>& ModelFlavors() {
+  static const std::map<std::string, Flavors> kFlavors = {
+      {"llama3", {{"8B", "llama3-8b"}, {"70B", "llama3-70b"}, {"405B", "llama3.1-405b"}}},
+      {"qwen3", {{"8B", "qwen3-8b"}}}};
   return kFlavors;
+}
+
+std::string FlavorList(const Flavors& flavors) {
+  std::string list;
+  for (const auto& [flavor, preset] : flavors) list += (list.empty() ? "" : ", ") + flavor;
+  return list;
 }
 
 }  // namespace
@@ -117,14 +131,17 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   };
   const std::string name = get("model.name", "llama3");
   const std::string flavor = get("model.flavor", "");
-  if (Unquote(name) != "llama3") {
+  const auto model = ModelFlavors().find(Unquote(name));
+  if (model == ModelFlavors().end()) {
     return Unsupported("model.name", "torchtitan model '" + Unquote(name) + "' is not supported",
-                       "supported: llama3 (flavors 8B, 70B, 405B)");
+                       "supported: llama3 (flavors 8B, 70B, 405B), qwen3 (flavor 8B)");
   }
-  const auto preset = Llama3Flavors().find(Unquote(flavor));
-  if (preset == Llama3Flavors().end()) {
-    return Unsupported("model.flavor", "llama3 flavor '" + Unquote(flavor) + "' is not supported",
-                       "supported: 8B, 70B, 405B");
+  const auto preset = std::find_if(model->second.begin(), model->second.end(),
+                                   [&](const auto& f) { return f.first == Unquote(flavor); });
+  if (preset == model->second.end()) {
+    return Unsupported("model.flavor",
+                       model->first + " flavor '" + Unquote(flavor) + "' is not supported",
+                       "supported: " + FlavorList(model->second));
   }
   const std::string mode = get("activation_checkpoint.mode", "selective");
   const std::string option = get("activation_checkpoint.selective_ac_option", "2");

@@ -90,6 +90,27 @@ TEST(TorchtitanTomlTest, SelectiveCheckpointingByOpOrLayer) {
   ASSERT_EQ(three->warnings.size(), 1u);  // memtune models every 2nd layer
 }
 
+TEST(TorchtitanTomlTest, ReadsQwen3AsTheQwen3Preset) {
+  // torchtitan's qwen3 8B flavor is the catalog's qwen3-8b (qk_layernorm: the Qwen3 block).
+  auto t = TorchtitanTomlToJob("[model]\nname = \"qwen3\"\nflavor = \"8B\"\n", "t.toml");
+  ASSERT_TRUE(t) << t.error().Describe();
+  EXPECT_EQ(YAML::Load(t->yaml)["model"]["preset"].as<std::string>(), "qwen3-8b");
+  JobInputs in;
+  in.document = "[model]\nname = \"qwen3\"\nflavor = \"8B\"\n";
+  in.overrides = {{"memtune.world_size", "8", "--gpus"}};
+  ParseOptions options;
+  options.source_name = "t.toml";
+  auto doc = ComposeJob(in, options);
+  ASSERT_TRUE(doc) << doc.error().Describe();
+  EXPECT_TRUE(doc->job.model.qk_layernorm);
+  EXPECT_EQ(doc->job.model.kv_channels, 128);
+  auto flavor = TorchtitanTomlToJob("[model]\nname = \"qwen3\"\nflavor = \"0.6B\"\n", "t.toml");
+  ASSERT_FALSE(flavor);
+  EXPECT_EQ(flavor.error().field, "model.flavor");
+  EXPECT_EQ(flavor.error().message, "qwen3 flavor '0.6B' is not supported");
+  EXPECT_EQ(flavor.error().hint, "supported: 8B");
+}
+
 TEST(TorchtitanTomlTest, ErrorsNameTheLineOrTheKey) {
   auto bad = TorchtitanTomlToJob("[model]\nname = \"llama3\"\nflavor\n", "t.toml");
   ASSERT_FALSE(bad);
