@@ -47,8 +47,10 @@ void AddState(const Fsdp2Facts& f, bool explain, Parts& parts) {
       "AdamW first moment (fp32, sharded)", explain);
   Add(parts, "opt.exp_avg_sq", 4 * shard, ComponentKind::kOptimizer,
       "AdamW second moment (fp32, sharded)", explain);
-  Add(parts, "buffers", 8 * f.seq_length * (f.head_dim / 2), ComponentKind::kParameters,
-      "freqs_cis: complex64 RoPE table (max_seq_len, head_dim / 2), replicated", explain);
+  Add(parts, "buffers", f.rope_buffer_bytes, ComponentKind::kParameters,
+      f.qk_norm ? "rope_cache: fp32 RoPE table (max_seq_len, 2 * head_dim), replicated"
+                : "freqs_cis: complex64 RoPE table (max_seq_len, head_dim / 2), replicated",
+      explain);
   Add(parts, "ws.torch_cublas", f.torch_workspace_bytes, ComponentKind::kParameters,
       "PyTorch cuBLAS workspaces of the forward and autograd threads' GEMMs", explain);
 }
@@ -304,6 +306,11 @@ Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& opt
         "foreach AdamW (torchtitan default), gradients set to None at the start of each step",
         "peak of max_allocated; max_reserved comes from replaying the synthesized trace",
     };
+    if (f.qk_norm) {
+      e.assumptions.push_back(
+          "qk_layernorm: torchtitan's Qwen3 attention (d880de214): eager q_norm / k_norm over "
+          "head_dim (PyTorch's composite rms_norm) and bf16 rotate_half RoPE");
+    }
     if (f.compile) {
       e.assumptions.push_back(
           "torch.compile per block: fused RMSNorm, RoPE and SiLU*mul keep no fp32 or "

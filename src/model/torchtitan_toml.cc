@@ -1,9 +1,12 @@
 // torchtitan TOML -> job document (torchtitan @ 9dec370 config/job_config.py field names;
-// flavors from torchtitan/models/llama3/__init__.py llama3_args).
+// flavors from torchtitan/models/llama3/__init__.py llama3_args and, for Qwen3's dense
+// flavors, d880de214 torchtitan/models/qwen3/__init__.py qwen3_configs).
 #include "model/torchtitan_toml.h"
 
 #include <algorithm>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace memtune::model::internal {
 namespace {
@@ -52,12 +55,50 @@ std::string Unquote(const std::string& value) {
   return value;
 }
 
-// The catalog model of a torchtitan llama3 flavor (dim, layers, heads, kv heads and ffn of
-// llama3_args match the presets' config.json architectures).
-const std::map<std::string, std::string>& Llama3Flavors() {
-  static const std::map<std::string, std::string> kFlavors = {
-      {"8B", "llama3-8b"}, {"70B", "llama3-70b"}, {"405B", "llama3.1-405b"}};
+// A Qwen3 flavor without a catalog preset, as job model fields: torchtitan d880de214
+// torchtitan/models/qwen3/__init__.py qwen3_configs (vocab 151936, head_dim 128, qk_norm,
+// SwiGLU, RMSNorm, no biases). Untied: at d880de214 Qwen3Model builds tok_embeddings and
+// output separately and never ties them (enable_weight_tying took effect in d12ff2fc1).
+std::string Qwen3Fields(int dim, int layers, int heads, int kv_heads, int hidden) {
+  auto line = [](const char* key, const std::string& value) {
+    return std::string("  ") + key + ": " + value + "\n";
+  };
+  return line("num_layers", std::to_string(layers)) + line("hidden_size", std::to_string(dim)) +
+         line("ffn_hidden_size", std::to_string(hidden)) +
+         line("num_attention_heads", std::to_string(heads)) +
+         line("num_query_groups", std::to_string(kv_heads)) + line("kv_channels", "128") +
+         line("vocab_size", "151936") + line("share_embeddings_and_output_weights", "false") +
+         line("gated_linear_unit", "true") + line("activation_func", "silu") +
+         line("normalization", "RMSNorm") + line("add_bias_linear", "false") +
+         line("add_qkv_bias", "false") + line("qk_layernorm", "true") +
+         line("position_embedding_type", "rope");
+}
+
+// The job model fields of a torchtitan model flavor: a catalog preset where one matches
+// (llama3_args: dim, layers, heads, kv heads and ffn match the presets' config.json
+// architectures; qwen3 8B is the qwen3-8b preset's shape), else Qwen3Fields.
+using Flavors = std::vector<std::pair<std::string, std::string>>;  // flavor, model fields
+
+const std::map<std::string, Flavors>& ModelFlavors() {
+  static const std::map<std::string, Flavors> kFlavors = {
+      {"llama3",
+       {{"8B", "  preset: llama3-8b\n"},
+        {"70B", "  preset: llama3-70b\n"},
+        {"405B", "  preset: llama3.1-405b\n"}}},
+      {"qwen3",
+       {{"0.6B", Qwen3Fields(1024, 28, 16, 8, 3072)},
+        {"1.7B", Qwen3Fields(2048, 28, 16, 8, 6144)},
+        {"4B", Qwen3Fields(2560, 36, 32, 8, 9728)},
+        {"8B", "  preset: qwen3-8b\n"},
+        {"14B", Qwen3Fields(5120, 40, 40, 8, 17408)},
+        {"32B", Qwen3Fields(5120, 64, 64, 8, 25600)}}}};
   return kFlavors;
+}
+
+std::string FlavorList(const Flavors& flavors) {
+  std::string list;
+  for (const auto& [flavor, preset] : flavors) list += (list.empty() ? "" : ", ") + flavor;
+  return list;
 }
 
 }  // namespace
@@ -117,14 +158,18 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   };
   const std::string name = get("model.name", "llama3");
   const std::string flavor = get("model.flavor", "");
-  if (Unquote(name) != "llama3") {
-    return Unsupported("model.name", "torchtitan model '" + Unquote(name) + "' is not supported",
-                       "supported: llama3 (flavors 8B, 70B, 405B)");
+  const auto model = ModelFlavors().find(Unquote(name));
+  if (model == ModelFlavors().end()) {
+    return Unsupported(
+        "model.name", "torchtitan model '" + Unquote(name) + "' is not supported",
+        "supported: llama3 (flavors 8B, 70B, 405B), qwen3 (dense flavors 0.6B to 32B)");
   }
-  const auto preset = Llama3Flavors().find(Unquote(flavor));
-  if (preset == Llama3Flavors().end()) {
-    return Unsupported("model.flavor", "llama3 flavor '" + Unquote(flavor) + "' is not supported",
-                       "supported: 8B, 70B, 405B");
+  const auto preset = std::find_if(model->second.begin(), model->second.end(),
+                                   [&](const auto& f) { return f.first == Unquote(flavor); });
+  if (preset == model->second.end()) {
+    return Unsupported("model.flavor",
+                       model->first + " flavor '" + Unquote(flavor) + "' is not supported",
+                       "supported: " + FlavorList(model->second));
   }
   const std::string mode = get("activation_checkpoint.mode", "selective");
   const std::string option = get("activation_checkpoint.selective_ac_option", "2");
@@ -146,7 +191,7 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   const std::string seq = get("training.seq_len", "2048");
   std::string y;
   y += "# Translated from the torchtitan config " + source + " by memtune.\n";
-  y += "model:\n  preset: " + preset->second + "\n";
+  y += "model:\n" + preset->second;
   y += "  tensor_model_parallel_size: " + get("parallelism.tensor_parallel_degree", "1") + "\n";
   y += "  pipeline_model_parallel_size: " + get("parallelism.pipeline_parallel_degree", "1") + "\n";
   y += "  context_parallel_size: " + get("parallelism.context_parallel_degree", "1") + "\n";

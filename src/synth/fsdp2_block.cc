@@ -1,8 +1,9 @@
 // One torchtitan transformer block's forward and backward allocations (docs/synth.md
 // "FSDP2"), op by op as torchtitan 9dec370 models/llama/model.py runs them: RMSNorm on
 // x.float(), wq/wk/wv, complex RoPE on fp32 copies, repeat_kv, flash SDPA, wo, residual,
-// RMSNorm, w2(silu(w1 x) * w3 x), residual. Under TP (sequence parallel) the norm outputs
-// are all-gathered before the column-parallel GEMMs and the row-parallel outputs
+// RMSNorm, w2(silu(w1 x) * w3 x), residual; with qk_layernorm, Qwen3's q/k norms and
+// real-valued RoPE (torchtitan d880de214 models/qwen3/model/model.py). Under TP (sequence parallel)
+// the norm outputs are all-gathered before the column-parallel GEMMs and the row-parallel outputs
 // reduce-scattered. torch.compile fuses the norm, RoPE and SiLU*mul (no fp32 or pointwise
 // intermediates). Which tensors survive the forward is the AC mode's choice.
 #include <algorithm>
@@ -68,8 +69,51 @@ alloc::HandleId Fsdp2Generator::BlockForward(int layer, bool recompute, std::vec
   HandleId xq = make("sac.wq_out", 2 * n * q, false, true);
   HandleId xk = make("fwd.wk_out", 2 * n * kv, false);
   HandleId xv = make(f_.repeat_kv ? "sac.wv_out" : "sdpa.v", 2 * n * kv, !f_.repeat_kv, true);
+  const char* k_rotated = f_.repeat_kv ? "fwd.k_rot" : "sdpa.k";
   HandleId kr;
-  if (!fused) {
+  if (f_.qk_norm) {
+    // Qwen3 (torchtitan d880de214 models/qwen3/model/model.py): q_norm and k_norm, PyTorch's
+    // composite rms_norm over head_dim (input.to(fp32), pow, mean, rsqrt, mul, type_as,
+    // `* weight`), then RoPE on the bf16 norm outputs.
+    auto head_norm = [&](const char* const names[3], std::int64_t w) -> HandleId {
+      const std::int64_t heads = w / f_.head_dim;
+      make(names[0], 4 * n * w, true);  // saved by pow and mul
+      HandleId sq = make("fwd.norm_pow", 4 * n * w, false);
+      HandleId mean = make("fwd.norm_mean", 4 * n * heads, false);
+      release(sq);
+      make(names[1], 4 * n * heads, true);  // rsqrt: saved by rsqrt and mul
+      release(mean);
+      HandleId scaled = make("fwd.norm_scaled", 4 * n * w, false);
+      make(names[2], 2 * n * w, true);  // type_as: saved by `* weight`
+      release(scaled);
+      return make("fwd.qk_norm_out", 2 * n * w, false);
+    };
+    // (x * cos) + (rotate_half(x) * sin); rotate_half = cat(-x2, x1) on the halves.
+    auto rope = [&](HandleId in, std::int64_t w, const char* out_name, bool keep) -> HandleId {
+      HandleId by_cos = make("fwd.rope_cos_mul", 2 * n * w, false);
+      HandleId neg = make("fwd.rope_neg", n * w, false);
+      HandleId rotated = make("fwd.rope_rotate_half", 2 * n * w, false);
+      release(neg);
+      HandleId by_sin = make("fwd.rope_sin_mul", 2 * n * w, false);
+      release(rotated);
+      HandleId out = make(out_name, 2 * n * w, keep);
+      release(by_cos);
+      release(by_sin);
+      release(in);
+      return out;
+    };
+    static const char* const kQ[3] = {"qnorm.x_fp32", "qnorm.rstd", "qnorm.normed"};
+    static const char* const kK[3] = {"knorm.x_fp32", "knorm.rstd", "knorm.normed"};
+    HandleId qn = head_norm(kQ, q);
+    release(xq);
+    HandleId kn = head_norm(kK, kv);
+    release(xk);
+    // cos / sin: bf16 copies of rope_cache[:seq], saved by the multiplies.
+    make("rope.cos", 2 * f_.seq_length * f_.head_dim, true);
+    make("rope.sin", 2 * f_.seq_length * f_.head_dim, true);
+    rope(qn, q, "sdpa.q", true);
+    kr = rope(kn, kv, k_rotated, !f_.repeat_kv);
+  } else if (!fused) {
     make("rope.q_fp32", 4 * n * q, true);
     HandleId pq = make("fwd.rope_q", 4 * n * q, false);
     make("sdpa.q", 2 * n * q, true);
@@ -77,14 +121,15 @@ alloc::HandleId Fsdp2Generator::BlockForward(int layer, bool recompute, std::vec
     release(xq);
     make("rope.k_fp32", 4 * n * kv, true);
     HandleId pk = make("fwd.rope_k", 4 * n * kv, false);
-    kr = make(f_.repeat_kv ? "fwd.k_rot" : "sdpa.k", 2 * n * kv, !f_.repeat_kv);
+    kr = make(k_rotated, 2 * n * kv, !f_.repeat_kv);
     release(pk);
+    release(xk);
   } else {
     make("sdpa.q", 2 * n * q, true);
     release(xq);
-    kr = make(f_.repeat_kv ? "fwd.k_rot" : "sdpa.k", 2 * n * kv, !f_.repeat_kv);
+    kr = make(k_rotated, 2 * n * kv, !f_.repeat_kv);
+    release(xk);
   }
-  release(xk);
   if (f_.repeat_kv) {  // expand + reshape materialises n_heads copies
     make("sdpa.k", 2 * n * kvs, true);
     release(kr);

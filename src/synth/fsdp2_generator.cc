@@ -55,10 +55,10 @@ void Fsdp2Generator::Startup() {
       shards_[g + 1].push_back(Alloc(4 * p.ShardElements(f_.shard), "param_shard"));
   }
   label_.layer = -1;
-  // freqs_cis buffer: complex64 (max_seq_len, head_dim / 2); init_weights recomputes it.
-  const std::int64_t freqs_bytes = 8 * f_.seq_length * (f_.head_dim / 2);
-  HandleId first = Alloc(freqs_bytes, "freqs_cis");
-  persistent_freqs_ = Alloc(freqs_bytes, "freqs_cis");
+  // The RoPE buffer (Llama freqs_cis, Qwen3 rope_cache); init_weights recomputes it.
+  const char* buffer = f_.qk_norm ? "rope_cache" : "freqs_cis";
+  HandleId first = Alloc(f_.rope_buffer_bytes, buffer);
+  persistent_freqs_ = Alloc(f_.rope_buffer_bytes, buffer);
   Free(first);
   // (Created at the first forward and backward GEMMs; persistent, so allocated here.)
   Alloc(f_.torch_workspace_bytes, "ws.torch_cublas");

@@ -16,15 +16,16 @@
 
 namespace memtune::tensors {
 
-// Indices into Fsdp2Facts::block_params (fsdp2_tensors.cc AddParams order).
-enum Fsdp2BlockParam { kAttnNorm, kWq, kWk, kWv, kWo, kFfnNorm, kW1, kW2, kW3 };
+// Indices into Fsdp2Facts::block_params (fsdp2_tensors.cc AddParams order; the q/k norm
+// weights only with qk_layernorm).
+enum Fsdp2BlockParam { kAttnNorm, kWq, kWk, kWv, kWo, kFfnNorm, kW1, kW2, kW3, kQNorm, kKNorm };
 
-// RMSNorm backward (models/norms.py, eager): MulBackward (weight) in bf16, ToCopyBackward
-// to fp32, the x * rsqrt and pow/mean branches in fp32, summed, and the x.float() backward
-// to bf16; fused (compile): one kernel. Returns the input gradient's id.
+// RMSNorm backward over `rh` elements (models/norms.py, or PyTorch's composite rms_norm,
+// eager): MulBackward (weight) in bf16, ToCopyBackward to fp32, the x * rsqrt and pow/mean
+// branches in fp32, summed, and the x.float() backward to bf16; fused (compile): one
+// kernel. Returns the input gradient's id.
 template <class Exec>
-int Fsdp2NormBackward(const Fsdp2Facts& f, bool fused, Exec& x) {
-  const std::int64_t rh = f.tokens / f.tp * f.hidden;
+int Fsdp2NormBackwardOf(std::int64_t rh, bool fused, Exec& x) {
   if (fused) return x.Alloc(2 * rh, "bwd.norm_dgrad");
   const int weighted = x.Alloc(2 * rh, "bwd.norm_weighted");
   const int up = x.Alloc(4 * rh, "bwd.norm_fp32");
@@ -38,6 +39,41 @@ int Fsdp2NormBackward(const Fsdp2Facts& f, bool fused, Exec& x) {
   const int down = x.Alloc(2 * rh, "bwd.norm_dgrad");
   x.Free(sum);
   return down;
+}
+
+// A block norm's backward (rows of the sequence-sharded residual times hidden).
+template <class Exec>
+int Fsdp2NormBackward(const Fsdp2Facts& f, bool fused, Exec& x) {
+  return Fsdp2NormBackwardOf(f.tokens / f.tp * f.hidden, fused, x);
+}
+
+// Qwen3's RoPE and q/k-norm backward for q or k (`width` local columns), on the gradient
+// `*grad` of the rotated tensor (torchtitan d880de214 models/qwen3/model/model.py
+// apply_rotary_emb, Attention.forward): the add passes the gradient to both multiplies,
+// grad * cos and grad * sin; rotate_half's cat backward is two views, the neg backward
+// writes half the width and each slice backward a zero-filled full-width tensor, summed in
+// place into the grad * cos result (autograd's InputBuffer accumulates in place). Then the
+// norm's backward (nn.RMSNorm over head_dim) and its weight gradient. Replaces `*grad` by the
+// gradient of the wq / wk output.
+template <class Exec>
+void Fsdp2QkNormRopeBackward(const Fsdp2Facts& f, int* grad, std::int64_t width,
+                             Fsdp2BlockParam weight, const char* const saved[3], Exec& x) {
+  const std::int64_t nw = f.tokens * width;
+  const int via_cos = x.Alloc(2 * nw, "bwd.rope_cos_grad");
+  const int via_sin = x.Alloc(2 * nw, "bwd.rope_sin_grad");
+  x.Free(*grad);
+  const int neg = x.Alloc(nw, "bwd.rope_neg_grad");
+  const int second = x.Alloc(2 * nw, "bwd.rope_slice_grad");
+  x.Free(neg);
+  const int first = x.Alloc(2 * nw, "bwd.rope_slice_grad");
+  x.Free(via_sin);
+  x.Free(second);
+  x.Free(first);
+  const int dx = Fsdp2NormBackwardOf(nw, /*fused=*/false, x);
+  x.WeightGrad(f.param_bytes * f.block_params[weight].Elements());
+  for (int i = 0; i < 3; ++i) x.Take(saved[i]);
+  x.Free(via_cos);
+  *grad = dx;
 }
 
 // `Exec` provides: int Alloc(std::int64_t bytes, const char* name) (a new temporary, its id);
@@ -131,7 +167,14 @@ int Fsdp2BlockBackward(const Fsdp2Facts& f, int grad_out, Exec& x) {
     x.Free(dv);
     dv = v;
   }
-  if (!fused) {
+  if (f.qk_norm) {  // Qwen3: RoPE, then q_norm / k_norm (CheckModelled: never compiled)
+    static const char* const kQ[3] = {"qnorm.x_fp32", "qnorm.rstd", "qnorm.normed"};
+    static const char* const kK[3] = {"knorm.x_fp32", "knorm.rstd", "knorm.normed"};
+    Fsdp2QkNormRopeBackward(f, &dq, q, kQNorm, kQ, x);
+    Fsdp2QkNormRopeBackward(f, &dk, kv, kKNorm, kK, x);
+    x.Take("rope.cos");
+    x.Take("rope.sin");
+  } else if (!fused) {
     for (auto [grad, width, name] :
          {std::tuple{&dq, q, "rope.q_fp32"}, std::tuple{&dk, kv, "rope.k_fp32"}}) {
       const int up = x.Alloc(4 * n * width, "bwd.rope_fp32");

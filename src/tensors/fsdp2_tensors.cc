@@ -5,6 +5,7 @@
 #include "tensors/fsdp2_tensors.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string_view>
 #include <utility>
 
@@ -55,7 +56,6 @@ Status CheckModelled(const model::Job& job) {
     return llama_only("model.normalization", "LayerNorm");
   if (m.add_bias_linear) return llama_only("model.add_bias_linear", "true");
   if (m.add_qkv_bias) return llama_only("model.add_qkv_bias", "true");
-  if (m.qk_layernorm) return llama_only("model.qk_layernorm", "true");
   if (m.sublayer_post_norms) return llama_only("model.sublayer_post_norms", "true");
   if (m.final_logit_softcapping.value_or(0) > 0) {
     return llama_only("model.final_logit_softcapping", "set");
@@ -76,6 +76,20 @@ Status CheckModelled(const model::Job& job) {
   if (job.memtune.fsdp2.param_dtype != model::Dtype::kBf16) {  // activations are sized in bf16
     return Unsupported("memtune.fsdp2.param_dtype",
                        "only bf16 compute (torchtitan's default mixed precision) is modelled");
+  }
+  if (m.qk_layernorm && job.memtune.fsdp2.compile) {
+    return Unsupported("model.qk_layernorm",
+                       "qk_layernorm (torchtitan's Qwen3 block) under torch.compile saves what "
+                       "inductor's partitioner picks for the fused q/k norms; not modelled (set "
+                       "memtune.fsdp2.compile: false)");
+  }
+  // torchtitan d880de214 train.py passes `m.freqs_cis` of every model part to the CP context;
+  // its Qwen3 model names that buffer rope_cache, so Qwen3 with CP does not run there.
+  if (m.qk_layernorm && std::max(1, m.context_parallel_size) > 1) {
+    return Unsupported("model.qk_layernorm",
+                       "qk_layernorm (torchtitan's Qwen3 block) with context parallelism: "
+                       "torchtitan d880de214 shards freqs_cis, which its Qwen3 model lacks "
+                       "(rope_cache); not modelled");
   }
   if (job.memtune.fsdp2.compile && job.memtune.fsdp2.activation_checkpoint == Fsdp2Ac::kNone) {
     return Unsupported("memtune.fsdp2.compile",
@@ -106,12 +120,37 @@ void AddParams(const model::Job& job, int tp, Fsdp2Facts& f) {
       {"feed_forward.w1.weight", ffn / tp, h}, {"feed_forward.w2.weight", h, ffn / tp},
       {"feed_forward.w3.weight", ffn / tp, h},
   };
+  if (m.qk_layernorm) {  // Qwen3 Attention: nn.RMSNorm(head_dim), NoParallel under TP
+    const std::int64_t head_dim = model::EffectiveKvChannels(m);
+    f.block_params.push_back({"attention.q_norm.weight", head_dim, 1});
+    f.block_params.push_back({"attention.k_norm.weight", head_dim, 1});
+  }
   // DTensor shards an uneven vocabulary in ceil-sized pieces: the first ranks hold the most.
   const std::int64_t vocab_local = (vocab + tp - 1) / tp;
   f.root_params = {{"tok_embeddings.weight", vocab_local, h}, {"norm.weight", h, 1}};
   if (!m.share_embeddings_and_output_weights)
     f.root_params.push_back({"output.weight", vocab_local, h});
   f.vocab_local = vocab_local;
+}
+
+// Qwen3's q_norm / k_norm and RoPE (torchtitan d880de214 models/qwen3/model/model.py
+// Attention.forward, apply_rotary_emb): nn.RMSNorm over head_dim runs PyTorch's composite
+// rms_norm (aten/src/ATen/native/layer_norm.cpp rms_norm_symint, PyTorch 2.6: input.to(fp32),
+// pow, mean, rsqrt, mul, type_as, `* weight`), whose autograd saves the fp32 input (pow, mul),
+// the fp32 rstd of every (token, head) (rsqrt, mul) and the bf16 normalised output (`*
+// weight`, for the weight gradient). RoPE multiplies by cos and sin, bf16 copies of
+// rope_cache[:seq] (.to(xq.dtype)), which the two multiplies save; rotate_half's slices,
+// neg and cat save nothing.
+void AddQkNormActivations(Fsdp2Facts& f) {
+  constexpr std::int64_t a = 2, fp32 = 4;
+  const std::int64_t n = f.tokens, hd = f.head_dim;
+  const std::int64_t kv_heads = f.kv_local / hd;
+  const Fsdp2Tensor added[] = {
+      {"qnorm.x_fp32", fp32 * n * f.q_local}, {"qnorm.rstd", fp32 * n * f.heads_local},
+      {"qnorm.normed", a * n * f.q_local},    {"knorm.x_fp32", fp32 * n * f.kv_local},
+      {"knorm.rstd", fp32 * n * kv_heads},    {"knorm.normed", a * n * f.kv_local},
+      {"rope.cos", a * f.seq_length * hd},    {"rope.sin", a * f.seq_length * hd}};
+  f.block_eager.insert(f.block_eager.end(), std::begin(added), std::end(added));
 }
 
 // Saved tensors of one block without activation checkpointing, in forward order. r = rows
@@ -134,6 +173,11 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
   f.seq_length = m.seq_length;
   f.head_dim = model::EffectiveKvChannels(m);
   f.loss_parallel = tp > 1;
+  f.qk_norm = m.qk_layernorm;
+  // Llama precompute_freqs_cis: complex64 (seq, head_dim / 2); Qwen3 precompute_rope_cache:
+  // fp32 cat([cos, sin]) of (seq, head_dim) each.
+  f.rope_buffer_bytes =
+      f.qk_norm ? 4 * f.seq_length * 2 * f.head_dim : 8 * f.seq_length * (f.head_dim / 2);
   const std::int64_t kv_sdpa = repeat ? q : kv;  // repeat_kv materialises n_heads copies
   constexpr std::int64_t a = 2, fp32 = 4;
   if (!f.compile) {
@@ -143,9 +187,15 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
         {"norm1.normed", a * r * h},
         // wq/wk/wv save their input (all-gathered over TP: Replicate input layout).
         {"attn.gemm_input", a * n * h},
-        // apply_rotary_emb: the complex multiply saves xq.float() / xk.float().
-        {"rope.q_fp32", fp32 * n * q},
-        {"rope.k_fp32", fp32 * n * kv},
+    };
+    if (f.qk_norm) {
+      AddQkNormActivations(f);
+    } else {
+      // apply_rotary_emb: the complex multiply saves xq.float() / xk.float().
+      f.block_eager.push_back({"rope.q_fp32", fp32 * n * q});
+      f.block_eager.push_back({"rope.k_fp32", fp32 * n * kv});
+    }
+    const std::vector<Fsdp2Tensor> rest = {
         // SDPA (flash) saves q, k, v, out and the fp32 logsumexp; out is wo's input.
         {"sdpa.q", a * n * q},
         {"sdpa.k", a * n * kv_sdpa},
@@ -161,6 +211,7 @@ void AddBlockActivations(const model::Job& job, Fsdp2Facts& f) {
         {"mlp.w3_out", a * n * ffn},
         {"mlp.w2_in", a * n * ffn},
     };
+    f.block_eager.insert(f.block_eager.end(), rest.begin(), rest.end());
   } else {
     // Compiled block (only under activation checkpointing, see CheckModelled): inductor
     // fuses RMSNorm, RoPE and SiLU*mul, so their fp32 and pointwise intermediates are not

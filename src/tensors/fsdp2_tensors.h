@@ -7,7 +7,9 @@
 // complex-number RoPE, repeat_kv before SDPA (flash), cross-entropy on an fp32 copy of the
 // logits. FSDP2 (torch.distributed._composable.fsdp) shards every transformer block and
 // the root module (embedding, final norm, output) on dim 0 over the shard mesh, with bf16
-// compute parameters and fp32 gradient reduction by default.
+// compute parameters and fp32 gradient reduction by default. With qk_layernorm the block is
+// torchtitan's Qwen3 block (torchtitan d880de214, models/qwen3/model/model.py): an RMSNorm
+// over head_dim on q and on k before RoPE, and a real-valued rotate_half RoPE in bf16.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,12 @@ struct Fsdp2Facts {
   std::int64_t hidden = 0, q_local = 0, kv_local = 0, heads_local = 0, ffn_local = 0;
   bool repeat_kv = false;
   std::int64_t seq_length = 0, head_dim = 0;
+  // qk_layernorm: torchtitan's Qwen3 attention (q_norm / k_norm nn.RMSNorm(head_dim) on the
+  // wq / wk outputs, then RoPE as (x * cos) + (rotate_half(x) * sin) in bf16).
+  bool qk_norm = false;
+  // The RoPE buffer: Llama's freqs_cis, complex64 (seq, head_dim / 2); Qwen3's rope_cache,
+  // fp32 (seq, 2 * head_dim) (cos and sin concatenated).
+  std::int64_t rope_buffer_bytes = 0;
   // PyTorch cuBLAS workspaces: every GEMM is a torch GEMM, run by the Python thread
   // (forward) and the autograd engine's thread (backward): two (workspaces.h).
   std::int64_t torch_workspace_bytes = 0;
@@ -103,7 +111,8 @@ struct Fsdp2Facts {
 };
 
 // Sizes a torchtitan FSDP2 job. Errors: kUnsupported for what is not modelled (pipeline
-// parallelism, MoE, MLA, compile without activation checkpointing),
+// parallelism, MoE, MLA, compile without activation checkpointing, qk_layernorm with
+// compile or context parallelism),
 // kInvalidConfig for a shard degree that does not fit the world size.
 Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job);
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "memtune/estimate/estimate.h"
+#include "tensors/fsdp2_backward.h"
 #include "tensors/fsdp2_tensors.h"
 #include "unit/estimate/test_jobs.h"
 
@@ -63,6 +64,57 @@ TEST(Fsdp2Test, SavedActivationsFollowTheCheckpointMode) {
   ASSERT_TRUE(layer);
   EXPECT_EQ(layer->BlockKeptBytes(0), 94720);
   EXPECT_EQ(layer->BlockKeptBytes(1), 4096);
+}
+
+TEST(Fsdp2Test, QkLayernormAddsQwen3NormWeightsAndSavedTensors) {
+  // Qwen3 block: q_norm and k_norm weights (head_dim 16 each, 8 rows per shard of 2) join
+  // the block: 18,496 + 16 shard elements.
+  auto job = Fsdp2Job("none");
+  job.model.qk_layernorm = true;
+  auto qwen = MakeFsdp2Facts(job);
+  ASSERT_TRUE(qwen) << qwen.error().message;
+  EXPECT_EQ(qwen->BlockShardElements(), 18496 + 16);
+  EXPECT_EQ(std::string(qwen->block_params[tensors::kQNorm].name), "attention.q_norm.weight");
+  EXPECT_EQ(std::string(qwen->block_params[tensors::kKNorm].name), "attention.k_norm.weight");
+  // N = 32 tokens, q = 64 (4 heads), kv = 32 (2 heads), head_dim 16. Llama's RoPE fp32
+  // copies (4 * N * (64 + 32) = 12,288) are gone; the norms save x.float() (4*N*64 = 8,192;
+  // 4*N*32 = 4,096), rstd per (token, head) (4*N*4 = 512; 4*N*2 = 256) and the bf16 output
+  // (2*N*64 = 4,096; 2*N*32 = 2,048); RoPE saves bf16 cos and sin (2 * 32 * 16 = 1,024
+  // each): 21,248. 94,720 - 12,288 + 21,248 = 103,680.
+  EXPECT_EQ(qwen->BlockEagerBytes(), 103680);
+  std::int64_t rstd = 0;
+  for (const auto& t : qwen->block_eager) {
+    const std::string name = t.name;
+    if (name == "qnorm.rstd" || name == "knorm.rstd") rstd += t.bytes;
+    EXPECT_NE(name, "rope.q_fp32");
+  }
+  EXPECT_EQ(rstd, 512 + 256);
+  // rope_cache: fp32 (seq 32, 2 * head_dim 16) = 4,096 bytes against freqs_cis' 2,048.
+  auto e = EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(Component(*e, "buffers"), 4096);
+  EXPECT_EQ(Component(*EstimateMemory(Fsdp2Job("none")), "buffers"), 2048);
+  // Checkpointed blocks keep the same input; selective_op the same policy outputs.
+  job.memtune.fsdp2.activation_checkpoint = Fsdp2Ac::kSelectiveOp;
+  EXPECT_EQ(MakeFsdp2Facts(job)->BlockKeptBytes(0), 27136);
+}
+
+TEST(Fsdp2Test, QkLayernormRefusesCompileAndContextParallelism) {
+  auto job = Fsdp2Job("full");
+  job.model.qk_layernorm = true;
+  job.memtune.fsdp2.compile = true;
+  auto compiled = EstimateMemory(job);
+  ASSERT_FALSE(compiled);
+  EXPECT_EQ(compiled.error().code, ErrorCode::kUnsupported);
+  EXPECT_EQ(compiled.error().field, "model.qk_layernorm");
+  EXPECT_NE(compiled.error().message.find("torch.compile"), std::string::npos);
+  job.memtune.fsdp2.compile = false;
+  job.model.context_parallel_size = 2;
+  job.memtune.world_size = 4;
+  auto cp = EstimateMemory(job);
+  ASSERT_FALSE(cp);
+  EXPECT_EQ(cp.error().field, "model.qk_layernorm");
+  EXPECT_NE(cp.error().message.find("rope_cache"), std::string::npos);
 }
 
 // A long sequence and a large vocabulary make the loss the peak: N = 4096, V = 32768.

@@ -90,6 +90,38 @@ TEST(TorchtitanTomlTest, SelectiveCheckpointingByOpOrLayer) {
   ASSERT_EQ(three->warnings.size(), 1u);  // memtune models every 2nd layer
 }
 
+TEST(TorchtitanTomlTest, ReadsQwen3DenseFlavors) {
+  // torchtitan's qwen3 8B flavor is the catalog's qwen3-8b (qk_layernorm: the Qwen3 block).
+  auto t = TorchtitanTomlToJob("[model]\nname = \"qwen3\"\nflavor = \"8B\"\n", "t.toml");
+  ASSERT_TRUE(t) << t.error().Describe();
+  EXPECT_EQ(YAML::Load(t->yaml)["model"]["preset"].as<std::string>(), "qwen3-8b");
+  JobInputs in;
+  in.document = "[model]\nname = \"qwen3\"\nflavor = \"8B\"\n";
+  in.overrides = {{"memtune.world_size", "8", "--gpus"}};
+  ParseOptions options;
+  options.source_name = "t.toml";
+  auto doc = ComposeJob(in, options);
+  ASSERT_TRUE(doc) << doc.error().Describe();
+  EXPECT_TRUE(doc->job.model.qk_layernorm);
+  EXPECT_EQ(doc->job.model.kv_channels, 128);
+  // Flavors without a preset come as model fields (qwen3_configs["14B"]).
+  in.document = "[model]\nname = \"qwen3\"\nflavor = \"14B\"\n";
+  auto big = ComposeJob(in, options);
+  ASSERT_TRUE(big) << big.error().Describe();
+  EXPECT_EQ(big->job.model.num_layers, 40);
+  EXPECT_EQ(big->job.model.hidden_size, 5120);
+  EXPECT_EQ(big->job.model.num_attention_heads, 40);
+  EXPECT_EQ(big->job.model.num_query_groups, 8);
+  EXPECT_EQ(big->job.model.ffn_hidden_size, 17408);
+  EXPECT_TRUE(big->job.model.qk_layernorm);
+  EXPECT_FALSE(big->job.model.share_embeddings_and_output_weights);
+  auto flavor = TorchtitanTomlToJob("[model]\nname = \"qwen3\"\nflavor = \"30B-A3B\"\n", "t.toml");
+  ASSERT_FALSE(flavor);
+  EXPECT_EQ(flavor.error().field, "model.flavor");
+  EXPECT_EQ(flavor.error().message, "qwen3 flavor '30B-A3B' is not supported");
+  EXPECT_EQ(flavor.error().hint, "supported: 0.6B, 1.7B, 4B, 8B, 14B, 32B");
+}
+
 TEST(TorchtitanTomlTest, ErrorsNameTheLineOrTheKey) {
   auto bad = TorchtitanTomlToJob("[model]\nname = \"llama3\"\nflavor\n", "t.toml");
   ASSERT_FALSE(bad);

@@ -124,6 +124,78 @@ TEST(Fsdp2SynthReshardTest, WithoutReshardAfterForwardTheTraceStillMatchesTheEst
 INSTANTIATE_TEST_SUITE_P(AcModes, Fsdp2SynthTest,
                          ::testing::Values("none", "selective_op", "selective_layer", "full"));
 
+// qk_layernorm (torchtitan's Qwen3 block): the same equality per AC mode, with the q/k
+// norms' tensors in the trace and a higher peak than the Llama block's. A 512-token
+// sequence puts the peak in backward, where the block's tensors count (the tiny job's
+// default peaks at the optimizer step).
+class Fsdp2SynthQkNormTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Fsdp2SynthQkNormTest, TracePeakEqualsTheEstimatorsWithQkLayernorm) {
+  model::Job job = Fsdp2Job(GetParam());
+  job.model.seq_length = 512;
+  job.model.qk_layernorm = true;
+  Recorder rec = Record(job, 3);
+  EXPECT_TRUE(rec.errors.empty()) << rec.errors.front();
+  auto e = estimate::EstimateMemory(job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(rec.peak_bytes, e->peak_allocated_bytes) << FormatLabel(rec.peak_label);
+  EXPECT_NE(e->ranks.front().peak_phase, "optimizer step");
+  EXPECT_EQ(rec.live_before_iteration[1], rec.live_before_iteration[2]);
+  // q_norm's rstd: fp32 per (token, head), 4 * 512 * 4 bytes; one per block forward and
+  // one per recompute.
+  int rstd = 0;
+  for (const auto& ev : rec.events) {
+    if (ev.op == EventOp::kAlloc && std::string_view(ev.label.tensor) == "qnorm.rstd") {
+      EXPECT_EQ(ev.bytes, 4 * 512 * 4);
+      ++rstd;
+    }
+  }
+  EXPECT_GE(rstd, 2 * 3);
+  model::Job llama_job = job;
+  llama_job.model.qk_layernorm = false;
+  Recorder llama = Record(llama_job, 3);
+  EXPECT_GT(rec.peak_bytes, llama.peak_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(AcModes, Fsdp2SynthQkNormTest,
+                         ::testing::Values("none", "selective_op", "selective_layer", "full"));
+
+TEST(Fsdp2SynthQkNormVariantsTest, TracePeakEqualsTheEstimateWithQkLayernorm) {
+  struct Variant {
+    const char* name;
+    void (*edit)(model::Job&);
+  };
+  const Variant variants[] = {
+      {"tp2",
+       [](model::Job& j) {
+         j.model.tensor_model_parallel_size = 2;
+         j.memtune.world_size = 4;
+       }},
+      {"long sequence, no AC",
+       [](model::Job& j) {
+         j.model.seq_length = 1024;
+         j.memtune.fsdp2.activation_checkpoint = model::Fsdp2Checkpoint::kNone;
+       }},
+      {"accumulation, no reshard",
+       [](model::Job& j) {
+         j.train.global_batch_size = 8;
+         j.memtune.fsdp2.reshard_after_forward = false;
+       }},
+      {"head_dim wider than hidden / heads",
+       [](model::Job& j) { j.model.kv_channels = 32; }},  // q = 128 > h = 64 (Qwen3-0.6B-like)
+  };
+  for (const Variant& v : variants) {
+    model::Job job = Fsdp2Job("full");
+    job.model.qk_layernorm = true;
+    v.edit(job);
+    Recorder rec = Record(job, 2);
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e) << v.name << ": " << e.error().message;
+    EXPECT_EQ(rec.peak_bytes, e->peak_allocated_bytes)
+        << v.name << " at " << FormatLabel(rec.peak_label);
+  }
+}
+
 TEST(Fsdp2SynthCpTest, RingAttentionBuffersAddToTheEstimatorsMoments) {
   // Context parallelism: the trace adds ring attention's all-gathered k/v and fp32
   // accumulators inside a block, which the estimator's moments leave out; never less.
