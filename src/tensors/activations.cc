@@ -11,6 +11,7 @@
 #include "memtune/model/parameters.h"
 #include "memtune/model/versions.h"
 #include "tensors/layer_tensors.h"
+#include "tensors/lora_rank.h"
 
 namespace memtune::tensors {
 
@@ -411,14 +412,8 @@ ActContext MakeActContext(const model::Job& job) {
   if (job.peft) {
     c.frozen_base = true;
     c.lora_dim = job.peft->dim;
-    // peft/utils.py get_effective_lora_dim, align_expert_dim_for_tp (linear_fc1 only: the
-    // row-parallel fc2 adapter is input-parallel).
-    const std::int64_t topk = std::max<std::int64_t>(1, m.moe_router_topk);
-    c.lora_expert_dim = job.peft->normalize_moe_lora ? c.lora_dim / topk : c.lora_dim;
-    c.lora_expert_fc1_dim = c.lora_expert_dim;
-    if (job.peft->normalize_moe_lora && c.lora_expert_dim % c.etp != 0) {
-      c.lora_expert_fc1_dim = (c.lora_expert_dim + c.etp - 1) / c.etp * c.etp;
-    }
+    c.lora_expert_dim = ExpertLoraRank(*job.peft, m.moe_router_topk, c.etp, false);
+    c.lora_expert_fc1_dim = ExpertLoraRank(*job.peft, m.moe_router_topk, c.etp, true);
     c.lora_qkv = Targets(*job.peft, "linear_qkv");
     c.lora_proj = Targets(*job.peft, "linear_proj");
     c.lora_fc1 = Targets(*job.peft, "linear_fc1");

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "tensors/lora_rank.h"
+
 namespace memtune::tensors {
 namespace {
 
@@ -130,8 +132,7 @@ LoraCounts LoraElements(const model::Job& job, bool moe_layer) {
   const std::int64_t topk = std::max<std::int64_t>(1, m.moe_router_topk);
   auto expert = [&](std::string_view name, std::int64_t in, std::int64_t out, bool fc1) {
     if (!Targets(p, name)) return;
-    std::int64_t r = p.normalize_moe_lora ? p.dim / topk : p.dim;
-    if (p.normalize_moe_lora && fc1 && r % etp != 0) r = (r + etp - 1) / etp * etp;
+    const std::int64_t r = ExpertLoraRank(p, topk, etp, fc1);
     const std::int64_t a = r * in, b = r * out;  // linear_in, linear_out elements
     if (p.experts_shared_outer_loras) {
       n.expert += fc1 ? a / etp + local * b : local * a + b / etp;
