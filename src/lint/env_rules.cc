@@ -92,7 +92,7 @@ void ParseError(const Context& c, const std::string& var, const Error& e) {
     fix = "write " + place.text.substr(0, colon) + (on ? ":True" : ":False");
   }
   c.Add(MakeFinding(rule, place,
-                    "PyTorch " + c.options->torch_version.ToString() + " rejects " + var +
+                    "PyTorch " + c.torch_version.ToString() + " rejects " + var +
                         " at the first CUDA allocation: " + e.message,
                     fix));
 }
@@ -107,7 +107,7 @@ void CheckString(const Context& c, const std::string& var) {
                             "see the option"));
   }
   Result<alloc::AllocatorConfig> config =
-      alloc::ParseAllocatorConfig(c.env.at(var), c.options->torch_version);
+      alloc::ParseAllocatorConfig(c.env.at(var), c.torch_version);
   if (!config) return ParseError(c, var, config.error());
   if (config->expandable_segments && config->HasMaxSplitSize()) {
     Place place = EnvPlace(c, var);
@@ -126,7 +126,7 @@ void CheckString(const Context& c, const std::string& var) {
 // Which variable supplies which options when both are set (alloc/env_config.h).
 void Precedence(const Context& c) {
   const bool cuda = c.env.contains(kCuda), generic = c.env.contains(kGeneric);
-  const alloc::TorchVersion v = c.options->torch_version;
+  const alloc::TorchVersion v = c.torch_version;
   const std::string release = "PyTorch " + v.ToString();
   if (generic && !cuda && v < alloc::TorchVersion{2, 9}) {
     c.Add(MakeFinding(kRuleNewNameOnly, EnvPlace(c, kGeneric),
@@ -174,8 +174,7 @@ void GuardBypass(const Context& c) {
   const bool graphs = c.job ? c.job->job.model.cuda_graph_impl != model::CudaGraphImpl::kNone
                             : CommandHas(c, "--cuda-graph-impl");
   if (!nccl_ub && !graphs) return;
-  Result<alloc::EnvAllocatorConfig> read =
-      alloc::AllocatorConfigFromEnv(c.env, c.options->torch_version);
+  Result<alloc::EnvAllocatorConfig> read = alloc::AllocatorConfigFromEnv(c.env, c.torch_version);
   if (!read || !read->config.expandable_segments) return;
   const auto cuda = c.env.find(kCuda);
   const std::string items = cuda == c.env.end() ? "" : "," + cuda->second + ",";
@@ -229,7 +228,7 @@ void EnvRules(const Context& c) {
 
 void AllocConfRules(const Context& c) {
   if (c.env.contains(kCuda)) CheckString(c, kCuda);
-  if (c.env.contains(kGeneric) && c.options->torch_version >= alloc::TorchVersion{2, 9}) {
+  if (c.env.contains(kGeneric) && c.torch_version >= alloc::TorchVersion{2, 9}) {
     CheckString(c, kGeneric);
   }
   Precedence(c);

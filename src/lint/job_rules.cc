@@ -95,6 +95,7 @@ std::string Gib(std::int64_t bytes) {
 }  // namespace
 
 void BuildJob(Context& c) {
+  c.torch_version = c.options->torch_version.value_or(alloc::kDefaultTorchVersion);
   model::JobInputs in;
   if (c.is_script) {
     if (c.script.command_at.line == 0) return;
@@ -123,7 +124,20 @@ void BuildJob(Context& c) {
     return;
   }
   c.job = std::move(*doc);
-  if (!c.is_script) c.env = c.job->job.memtune.env;
+  if (c.is_script) return;
+  c.env = c.job->job.memtune.env;
+  const std::string& named = c.job->job.memtune.versions.torch;
+  if (!c.options->torch_version && !named.empty()) {
+    // The job's schema validated the spelling; a release the allocator rules do not know
+    // leaves the default, said in a note.
+    Result<alloc::TorchVersion> v = alloc::ParseTorchVersion(named, "memtune.versions.torch");
+    if (v) {
+      c.torch_version = *v;
+    } else {
+      c.notes->push_back(c.file + ": " + v.error().Describe() + "; linted as PyTorch " +
+                         c.torch_version.ToString());
+    }
+  }
 }
 
 void CheckRules(const Context& c) {
@@ -151,7 +165,7 @@ void CheckRules(const Context& c) {
 void EstimateRules(const Context& c) {
   if (!c.options->estimate || !c.job) return;
   assess::AssessOptions options;
-  options.torch_version = c.options->torch_version;
+  options.torch_version = c.torch_version;
   Result<assess::Assessment> a = assess::AssessJob(c.job->job, options);
   if (!a) {
     c.notes->push_back(c.file + ": --estimate not run: " + a.error().Describe());

@@ -64,6 +64,9 @@ struct Context {
   std::string config_file;                // a script's --config-file YAML, as named
   std::string config_text;                // its text
   const LintOptions* options = nullptr;
+  // The release whose allocator rules apply: LintOptions::torch_version, else the job
+  // document's memtune.versions.torch, else alloc::kDefaultTorchVersion (set by BuildJob).
+  alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
   const LintFileReader* read = nullptr;  // reads files the script names (never null)
   std::vector<Finding>* findings = nullptr;
   std::vector<std::string>* notes = nullptr;

@@ -142,7 +142,8 @@ std::string RenderRulesMarkdown() {
       "files (a NUL byte) and scripts the reader rejects (an unterminated quote, `$(`, `${` "
       "or heredoc; nesting deeper than 32 levels) give one error line and exit code 2. Exit "
       "code 1 when a finding is an error, 0 otherwise. The allocator rules use "
-      "`--torch-version`'s parser, spellings and variable precedence (docs/allocator.md).\n\n"
+      "`--torch-version`'s parser, spellings and variable precedence (default: a job document's "
+      "`memtune.versions.torch`, else the default release; docs/allocator.md).\n\n"
       "## Lint rules\n\n"
       "| id | severity | condition | at run time | fix | source |\n"
       "|---|---|---|---|---|---|\n";

@@ -31,10 +31,12 @@ int RunLint(int argc, char** argv) {
   app.add_option("--format", format, "Output format")
       ->check(CLI::IsMember({"text", "json", "sarif", "markdown"}))
       ->capture_default_str();
-  std::string version = alloc::kDefaultTorchVersion.ToString();
-  app.add_option("--torch-version", version,
-                 "PyTorch release whose allocator spellings and precedence apply")
-      ->capture_default_str();
+  std::string version;
+  CLI::Option* version_option = app.add_option(
+      "--torch-version", version,
+      "PyTorch release whose allocator spellings and precedence apply: 2.1 to 2.10 or main "
+      "(default: a job document's memtune.versions.torch, else " +
+          alloc::kDefaultTorchVersion.ToString() + ")");
   lint::LintOptions options;
   app.add_option("--gpu", options.gpu, "GPU catalog name for GPU-dependent rules and --estimate");
   app.add_flag("--estimate", options.estimate,
@@ -57,9 +59,11 @@ int RunLint(int argc, char** argv) {
     return PrintError("lint", InvalidInput("--format", "markdown is for --list-rules only",
                                            "use text, json or sarif"));
   }
-  auto parsed = alloc::ParseTorchVersion(version, "--torch-version");
-  if (!parsed) return PrintError("lint", parsed.error());
-  options.torch_version = *parsed;
+  if (version_option->count() > 0) {  // given empty: ParseTorchVersion's error
+    auto parsed = alloc::ParseTorchVersion(version, "--torch-version");
+    if (!parsed) return PrintError("lint", parsed.error());
+    options.torch_version = *parsed;
+  }
   Result<lint::LintReport> report = lint::LintFiles(files, options);
   if (!report) return PrintError("lint", report.error());
   for (const std::string& note : report->notes) PrintWarning("lint", note);

@@ -4,7 +4,8 @@
 // script reader) or a YAML/JSON job document (read by model::ComposeJob). Lint looks at
 //   - the environment the training command sees: the allocator variables, parsed by the one
 //     allocator-config interpretation (alloc::AllocatorConfigFromEnv / ParseAllocatorConfig)
-//     with the accepted spellings and precedence of LintOptions::torch_version, and the
+//     with the accepted spellings and precedence of the file's PyTorch release
+//     (LintOptions::torch_version, else a job document's memtune.versions.torch), and the
 //     NCCL variables PyTorch and Megatron-LM read;
 //   - where those variables are set (after the training command, never exported);
 //   - the job the command describes (Megatron-LM flags, Bridge dotted overrides such as
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,8 +77,9 @@ struct LintReport {
 using LintFileReader = std::function<Result<std::string>(const std::string& path)>;
 
 struct LintOptions {
-  // The PyTorch release whose allocator parser, spellings and variable precedence apply.
-  alloc::TorchVersion torch_version = alloc::kDefaultTorchVersion;
+  // The PyTorch release whose allocator parser, spellings and variable precedence apply;
+  // nullopt: a job document's memtune.versions.torch, else alloc::kDefaultTorchVersion.
+  std::optional<alloc::TorchVersion> torch_version;
   // GPU catalog name (e.g. "h100-sxm-80gb") for GPU-dependent rules and the estimate; "" = the
   // job's own memtune.gpu (a script gives none).
   std::string gpu;

@@ -2,6 +2,7 @@
 // does not.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -182,6 +183,32 @@ TEST(LintRules, AtRiskWhenTheMarginIsInsideTheBand) {
   EXPECT_EQ(risky[0].rule, "estimate.at-risk");
   EXPECT_NE(risky[0].message.find("native"), std::string::npos) << risky[0].message;
   EXPECT_TRUE(rules_of(*example, false).empty());
+}
+
+// A job document's memtune.versions.torch picks the release whose allocator rules apply,
+// unless LintOptions::torch_version names one: PYTORCH_ALLOC_CONF is read from 2.9 on, so its
+// lowercase boolean is a finding under 2.9 and not under 2.8.
+TEST(LintRules, AJobDocumentsTorchVersionApplies) {
+  auto document = [](const std::string& torch) {
+    return "model:\n  preset: llama3-8b\ntrain:\n  micro_batch_size: 1\n"
+           "  global_batch_size: 8\nmemtune:\n  world_size: 8\n  versions:\n    torch: \"" +
+           torch + "\"\n  env:\n    PYTORCH_ALLOC_CONF: \"expandable_segments:true\"\n";
+  };
+  auto bool_case_findings = [](const std::string& text, std::optional<alloc::TorchVersion> v) {
+    LintOptions options;
+    options.torch_version = v;
+    Result<LintReport> report = LintText("job.yaml", text, options);
+    EXPECT_TRUE(report.has_value()) << report.error().Describe();
+    int n = 0;
+    for (const Finding& f : report ? report->findings : std::vector<Finding>{}) {
+      n += f.rule == "alloc-conf.bool-case" ? 1 : 0;
+    }
+    return n;
+  };
+  EXPECT_EQ(bool_case_findings(document("2.9"), std::nullopt), 1);
+  EXPECT_EQ(bool_case_findings(document("2.8"), std::nullopt), 0);
+  EXPECT_EQ(bool_case_findings(document("2.8"), alloc::TorchVersion{2, 9}), 1);  // options win
+  EXPECT_EQ(bool_case_findings(document("2.9"), alloc::TorchVersion{2, 8}), 0);
 }
 
 TEST(LintRules, EveryRuleHasACase) {
