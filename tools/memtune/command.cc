@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "memtune/core/elide.h"
 #include "memtune/core/suggest.h"
 
 namespace memtune::cli {
@@ -82,7 +83,10 @@ const std::optional<Error>& LastError() { return LastErrorSlot(); }
 
 void ClearLastError() { LastErrorSlot().reset(); }
 
-int PrintError(std::string_view command, const Error& error) {
+int PrintError(std::string_view command, const Error& raw) {
+  // One readable line even when the message quotes a huge value from the input.
+  const Error error{raw.code, ElideLongWords(raw.field), ElideLongWords(raw.message),
+                    ElideLongWords(raw.hint)};
   LastErrorSlot() = error;
   std::string text = error.message;
   if (!error.field.empty() && text.rfind(error.field, 0) != 0) text = error.field + ": " + text;
@@ -93,7 +97,7 @@ int PrintError(std::string_view command, const Error& error) {
 }
 
 void PrintWarning(std::string_view command, std::string_view text) {
-  std::cerr << "memtune " << command << ": warning: " << text << "\n";
+  std::cerr << "memtune " << command << ": warning: " << ElideLongWords(text) << "\n";
 }
 
 }  // namespace memtune::cli

@@ -39,10 +39,12 @@ void AddFormatOption(CLI::App& app, OutputFormat& format);
 int ParseArgs(CLI::App& app, int argc, char** argv);
 
 // Prints "memtune <command>: error: <field: message>[; <hint>]" to stderr and returns the
-// exit code for the error (kExitInternal for ErrorCode::kInternal, else kExitUsage).
+// exit code for the error (kExitInternal for ErrorCode::kInternal, else kExitUsage). Words
+// over kMaxMessageWordChars (a huge quoted value) are cut by ElideLongWords, here and in the
+// error LastError returns.
 int PrintError(std::string_view command, const Error& error);
 
-// Prints "memtune <command>: warning: <text>" to stderr.
+// Prints "memtune <command>: warning: <text>" to stderr, long words cut as by PrintError.
 void PrintWarning(std::string_view command, std::string_view text);
 
 }  // namespace memtune::cli
