@@ -5,22 +5,6 @@
 
 namespace memtune {
 
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      const std::size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-      row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 std::size_t EditDistanceAtMost(std::string_view a, std::string_view b, std::size_t bound) {
   // The lengths differ by at least that many insertions or deletions.
   const std::size_t gap = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
@@ -42,6 +26,11 @@ std::size_t EditDistanceAtMost(std::string_view a, std::string_view b, std::size
     if (row_min > bound) return bound + 1;
   }
   return std::min(row[b.size()], bound + 1);
+}
+
+std::size_t EditDistance(std::string_view a, std::string_view b) {
+  // No distance exceeds the longer length, so this bound never cuts the computation short.
+  return EditDistanceAtMost(a, b, std::max(a.size(), b.size()));
 }
 
 std::string Suggest(std::string_view name, const std::vector<std::string>& candidates) {

@@ -11,9 +11,10 @@ namespace memtune {
 // Levenshtein distance (insert, delete, substitute, each cost 1), case-sensitive.
 std::size_t EditDistance(std::string_view a, std::string_view b);
 
-// EditDistance(a, b) when it is at most `bound`, else bound + 1; O(min(|a|, bound + 1) * |b|)
-// at worst and O(1) when the lengths differ by more than `bound`, so a hostile 10 MiB name
-// costs nothing against short candidates.
+// EditDistance(a, b) when it is at most `bound`, else bound + 1. O(1) when the lengths differ
+// by more than `bound` (so a hostile 10 MiB name costs nothing against short candidates),
+// else O(|a| * |b|) at worst, stopping at the first row of the table whose minimum passes
+// `bound`.
 std::size_t EditDistanceAtMost(std::string_view a, std::string_view b, std::size_t bound);
 
 // The candidate closest to `name` if its distance is at most max(2, name.size() / 4),

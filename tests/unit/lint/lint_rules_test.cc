@@ -209,6 +209,16 @@ TEST(LintRules, AJobDocumentsTorchVersionApplies) {
   EXPECT_EQ(bool_case_findings(document("2.8"), std::nullopt), 0);
   EXPECT_EQ(bool_case_findings(document("2.8"), alloc::TorchVersion{2, 9}), 1);  // options win
   EXPECT_EQ(bool_case_findings(document("2.9"), alloc::TorchVersion{2, 8}), 0);
+  // A release the allocator rules do not model (the schema takes any MAJOR.MINOR) is linted
+  // as the default release, and a note says so.
+  EXPECT_EQ(bool_case_findings(document("1.13"), std::nullopt), 1);
+  Result<LintReport> old_release = LintText("job.yaml", document("1.13"), LintOptions{});
+  ASSERT_TRUE(old_release.has_value()) << old_release.error().Describe();
+  ASSERT_EQ(old_release->notes.size(), 1u);
+  EXPECT_NE(old_release->notes[0].find("memtune.versions.torch"), std::string::npos)
+      << old_release->notes[0];
+  EXPECT_NE(old_release->notes[0].find("linted as PyTorch 2.9"), std::string::npos)
+      << old_release->notes[0];
 }
 
 TEST(LintRules, EveryRuleHasACase) {
