@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "memtune/core/units.h"
 #include "memtune/model/ignored_fields.h"
 #include "memtune/model/recipes.h"
 #include "model/job_override_check.h"
@@ -91,10 +92,51 @@ Error Attribute(Error error, const std::map<std::string, std::string>& origins) 
   return error;
 }
 
+// Keys a walk of the document's mappings may visit (an alias counts each time it is used).
+constexpr std::size_t kMaxKeyVisits = 1'000'000;
+
+// A key given twice in one mapping: merging the document onto a recipe keeps only one of
+// them, so they are refused on the document as written (ParseJobNode refuses them too,
+// in the sections it reads), down to `depth` levels of mappings.
+Status RefuseDuplicateKeys(const YAML::Node& node, const std::string& path, int depth,
+                           std::size_t& visits) {
+  if (!node.IsMap() || depth <= 0) return OkStatus();
+  std::vector<std::string> keys;
+  for (const auto& kv : node) {
+    if (++visits > kMaxKeyVisits) {
+      return InvalidInput(path.empty() ? "JOB" : path,
+                          "the document's mappings hold more than " +
+                              FormatWithCommas(static_cast<std::int64_t>(kMaxKeyVisits)) +
+                              " keys, counting each use of an alias",
+                          "allowed: a job document of fewer keys (docs/limits.md)");
+    }
+    if (kv.first.IsScalar()) keys.push_back(kv.first.Scalar());
+  }
+  std::sort(keys.begin(), keys.end());
+  const auto twice = std::adjacent_find(keys.begin(), keys.end());
+  if (twice != keys.end()) {
+    const std::string field = path.empty() ? *twice : path + "." + *twice;
+    return InvalidInput(field, field + " is given twice");
+  }
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) continue;
+    const std::string field = path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar();
+    MEMTUNE_RETURN_IF_ERROR(RefuseDuplicateKeys(kv.second, field, depth - 1, visits));
+  }
+  return OkStatus();
+}
+
 // A job naming memtune.recipe (in the document or a --recipe / --set override) is the
-// recipe's document with the job's fields merged on top.
+// recipe's document with the job's fields merged on top. A `memtune` that is not a
+// mapping is left to ParseJobNode, which names its type.
 Result<YAML::Node> StartFromRecipe(const YAML::Node& root,
                                    const std::vector<JobOverride>& overrides) {
+  if (const YAML::Node memtune = root["memtune"];
+      memtune && !memtune.IsNull() && !memtune.IsMap()) {
+    return root;
+  }
+  std::size_t visits = 0;
+  MEMTUNE_RETURN_IF_ERROR(RefuseDuplicateKeys(root, "", 3, visits));
   std::string name;
   std::string origin = "memtune.recipe";
   if (root["memtune"] && root["memtune"].IsMap() && root["memtune"]["recipe"] &&

@@ -155,5 +155,30 @@ TEST(RecipeTest, TheJobAppliesOnTopOfItsRecipe) {
   EXPECT_EQ(unknown.error().field, "memtune.recipe");
 }
 
+// Found by fuzz_job_document: a second `memtune` key that is not a mapping, on a recipe,
+// made the merge index a scalar (an exception, exit 3). Duplicates are refused before the
+// merge, which would keep only one of them.
+TEST(JobComposeTest, DuplicateKeysAreRefusedBeforeTheRecipeMerge) {
+  const std::string recipe = "memtune:\n  recipe: llama3_70b_sft_32gpu_h100_fp8cs_config\n";
+  auto twice = Compose({}, recipe + "memtune: 5\n");
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_EQ(twice.error().field, "memtune");
+  EXPECT_THAT(twice.error().message, ::testing::HasSubstr("memtune is given twice"));
+  auto nested = Compose({}, recipe + "train: {micro_batch_size: 1, micro_batch_size: 2}\n");
+  ASSERT_FALSE(nested.has_value());
+  EXPECT_EQ(nested.error().field, "train.micro_batch_size");
+}
+
+TEST(JobComposeTest, AScalarMemtuneSectionUnderARecipeIsATypeError) {
+  auto scalar = Compose({{"memtune.recipe", "llama3_70b_sft_32gpu_h100_fp8cs_config", "--recipe"}},
+                        "memtune: 5\n");
+  ASSERT_FALSE(scalar.has_value());
+  EXPECT_THAT(scalar.error().message, ::testing::HasSubstr("not a mapping"));
+  auto null_section =
+      Compose({{"memtune.recipe", "llama3_70b_sft_32gpu_h100_fp8cs_config", "--recipe"}},
+              "memtune: null\n");
+  ASSERT_TRUE(null_section.has_value()) << null_section.error().Describe();
+}
+
 }  // namespace
 }  // namespace memtune::model
