@@ -5,9 +5,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string_view>
 
-#include "memtune/core/units.h"
 #include "memtune/model/ignored_fields.h"
 #include "memtune/model/recipes.h"
 #include "model/job_override_check.h"
@@ -31,17 +31,25 @@ std::vector<std::string> SplitPath(const std::string& path) {
   return parts;
 }
 
-// `src` over `dst`: mappings merge key by key, anything else replaces.
-void MergeInto(YAML::Node dst, const YAML::Node& src) {
+// `src` over `dst`: mappings merge key by key, anything else replaces. A key `src` gives
+// twice in one mapping is an error, as ParseJobNode makes it in a document that is not
+// merged: the merge would keep only the last. `path` is the dotted name of `src`.
+Status MergeInto(YAML::Node dst, const YAML::Node& src, const std::string& path = "") {
+  std::set<std::string> seen;
   for (const auto& kv : src) {
     const std::string key = kv.first.Scalar();
+    const std::string field = path.empty() ? key : path + "." + key;
+    if (kv.first.IsScalar() && !seen.insert(key).second) {
+      return InvalidInput(field, field + " is given twice");
+    }
     YAML::Node existing = dst[key];
     if (existing.IsMap() && kv.second.IsMap()) {
-      MergeInto(existing, kv.second);
+      MEMTUNE_RETURN_IF_ERROR(MergeInto(existing, kv.second, field));
     } else {
       dst[key] = YAML::Clone(kv.second);
     }
   }
+  return OkStatus();
 }
 
 Status SetPath(YAML::Node root, const JobOverride& o) {
@@ -92,40 +100,6 @@ Error Attribute(Error error, const std::map<std::string, std::string>& origins) 
   return error;
 }
 
-// Keys a walk of the document's mappings may visit (an alias counts each time it is used).
-constexpr std::size_t kMaxKeyVisits = 1'000'000;
-
-// A key given twice in one mapping: merging the document onto a recipe keeps only one of
-// them, so they are refused on the document as written (ParseJobNode refuses them too,
-// in the sections it reads), down to `depth` levels of mappings.
-Status RefuseDuplicateKeys(const YAML::Node& node, const std::string& path, int depth,
-                           std::size_t& visits) {
-  if (!node.IsMap() || depth <= 0) return OkStatus();
-  std::vector<std::string> keys;
-  for (const auto& kv : node) {
-    if (++visits > kMaxKeyVisits) {
-      return InvalidInput(path.empty() ? "JOB" : path,
-                          "the document's mappings hold more than " +
-                              FormatWithCommas(static_cast<std::int64_t>(kMaxKeyVisits)) +
-                              " keys, counting each use of an alias",
-                          "allowed: a job document of fewer keys (docs/limits.md)");
-    }
-    if (kv.first.IsScalar()) keys.push_back(kv.first.Scalar());
-  }
-  std::sort(keys.begin(), keys.end());
-  const auto twice = std::adjacent_find(keys.begin(), keys.end());
-  if (twice != keys.end()) {
-    const std::string field = path.empty() ? *twice : path + "." + *twice;
-    return InvalidInput(field, field + " is given twice");
-  }
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) continue;
-    const std::string field = path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar();
-    MEMTUNE_RETURN_IF_ERROR(RefuseDuplicateKeys(kv.second, field, depth - 1, visits));
-  }
-  return OkStatus();
-}
-
 // A job naming memtune.recipe (in the document or a --recipe / --set override) is the
 // recipe's document with the job's fields merged on top. A `memtune` that is not a
 // mapping is left to ParseJobNode, which names its type.
@@ -135,8 +109,6 @@ Result<YAML::Node> StartFromRecipe(const YAML::Node& root,
       memtune && !memtune.IsNull() && !memtune.IsMap()) {
     return root;
   }
-  std::size_t visits = 0;
-  MEMTUNE_RETURN_IF_ERROR(RefuseDuplicateKeys(root, "", 3, visits));
   std::string name;
   std::string origin = "memtune.recipe";
   if (root["memtune"] && root["memtune"].IsMap() && root["memtune"]["recipe"] &&
@@ -157,7 +129,7 @@ Result<YAML::Node> StartFromRecipe(const YAML::Node& root,
     return e;
   }
   MEMTUNE_TRY(YAML::Node base, internal::LoadYamlText(*text, "recipe " + name));
-  MergeInto(base, root);
+  MEMTUNE_RETURN_IF_ERROR(MergeInto(base, root));
   base["memtune"]["recipe"] = name;
   return base;
 }
@@ -232,7 +204,7 @@ Result<JobDocument> ComposeJob(const JobInputs& inputs, const ParseOptions& opti
   std::string vocab_hint;
   if (!inputs.megatron_args.empty()) {
     MEMTUNE_TRY(const MegatronArgsJob args, MegatronArgsToJobNode(inputs.megatron_args));
-    MergeInto(root, args.job);
+    MEMTUNE_RETURN_IF_ERROR(MergeInto(root, args.job));
     ignored_flags = args.ignored_flags;
     vocab_hint = args.vocab_hint;
   }
