@@ -128,7 +128,7 @@ Result<YAML::Node> StartFromRecipe(const YAML::Node& root,
     if (origin != "memtune.recipe") e.message += " (from " + origin + ")";
     return e;
   }
-  MEMTUNE_TRY(YAML::Node base, internal::LoadYamlText(*text, "recipe " + name));
+  MEMTUNE_TRY(YAML::Node base, internal::LoadEmbeddedYaml(*text, "recipe " + name));
   MEMTUNE_RETURN_IF_ERROR(MergeInto(base, root));
   base["memtune"]["recipe"] = name;
   return base;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 #include "memtune/core/file.h"
 #include "memtune/core/suggest.h"
@@ -102,6 +103,27 @@ Status CheckKeys(const YAML::Node& node, const SectionSpec& spec, ParseContext& 
   return OkStatus();
 }
 
+// A mapping's values by key, read once. yaml-cpp's node[key] scans the mapping and decodes
+// every key to compare, so reading a section field by field cost fields x keys decodes (the
+// larger part of composing a job). Only scalar keys can name a field; a repeated key is
+// refused by CheckKeys before the index is read.
+class KeyIndex {
+ public:
+  explicit KeyIndex(const YAML::Node& map) {
+    for (const auto& kv : map) {
+      if (kv.first.IsScalar()) values_.emplace(kv.first.Scalar(), kv.second);
+    }
+  }
+  // The value under `key`, or an undefined node when the mapping has none.
+  YAML::Node Get(const std::string& key) const {
+    const auto it = values_.find(key);
+    return it == values_.end() ? YAML::Node(YAML::NodeType::Undefined) : it->second;
+  }
+
+ private:
+  std::unordered_map<std::string, YAML::Node> values_;
+};
+
 }  // namespace
 
 Status ReadSection(const YAML::Node& node, const SectionSpec& spec, ParseContext& ctx) {
@@ -110,10 +132,10 @@ Status ReadSection(const YAML::Node& node, const SectionSpec& spec, ParseContext
     return WrongType(node, spec.path, "a mapping", "a mapping of " + spec.path + " fields");
   }
   if (has_map) MEMTUNE_RETURN_IF_ERROR(CheckKeys(node, spec, ctx));
-  const YAML::Node& section = node;
+  const KeyIndex section(has_map ? node : YAML::Node(YAML::NodeType::Map));
   for (const FieldSpec& f : spec.fields) {
     // Not YAML::Node(): a default-constructed node is a defined null.
-    const YAML::Node value = has_map ? section[f.name] : YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node value = section.Get(f.name);
     if (f.subsection) {
       MEMTUNE_RETURN_IF_ERROR(ReadSection(value, *f.subsection, ctx));
       continue;
@@ -151,13 +173,13 @@ Result<YAML::Node> BaseModelNode(const YAML::Node& model, const ParseOptions& op
     auto text = ModelPresetYaml(name);
     if (!text)
       return Error{text.error().code, "model.preset", text.error().message, text.error().hint};
-    MEMTUNE_TRY(const YAML::Node catalog, LoadYamlText(*text, "preset " + name));
+    MEMTUNE_TRY(const YAML::Node catalog, LoadEmbeddedYaml(*text, "preset " + name));
     const YAML::Node fields = catalog["model"];
     if (!fields || !fields.IsMap()) {
       return Error{ErrorCode::kInternal, "model.preset",
                    "catalog entry '" + name + "' has no model mapping", ""};
     }
-    return YAML::Clone(fields);
+    return fields;  // LoadEmbeddedYaml gave a private copy
   }
   if (has_hf) {
     MEMTUNE_TRY(const std::string file, ToName(hf, "model.hf_config"));

@@ -60,6 +60,34 @@ TEST(JobComposeTest, NoDocumentAtAll) {
   EXPECT_EQ(doc->job.train.global_batch_size, 8);  // one micro-batch per DP rank
 }
 
+// Presets and recipes are parsed once per process; a job that changes their fields must
+// change its own copy, never what the next job starts from.
+TEST(JobComposeTest, AChangedPresetOrRecipeDoesNotLeakIntoTheNextJob) {
+  for (int round = 0; round < 2; ++round) {
+    auto changed = Compose({{"model.preset", "llama3-8b", "--model"},
+                            {"model.num_layers", "4", "--set"},
+                            {"memtune.world_size", "8", "--world-size"}},
+                           "");
+    ASSERT_TRUE(changed.has_value()) << changed.error().Describe();
+    EXPECT_EQ(changed->job.model.num_layers, 4);
+    auto plain = Compose(
+        {{"model.preset", "llama3-8b", "--model"}, {"memtune.world_size", "8", "--world-size"}},
+        "");
+    ASSERT_TRUE(plain.has_value()) << plain.error().Describe();
+    EXPECT_EQ(plain->job.model.num_layers, 32);
+  }
+  const std::string recipe = "memtune: {recipe: llama3_70b_sft_32gpu_h100_fp8cs_config}\n";
+  auto changed = Compose({{"model.pipeline_model_parallel_size", "8", "--set"},
+                          {"model.virtual_pipeline_model_parallel_size", "null", "--set"},
+                          {"memtune.recipe", "llama3_70b_sft_32gpu_h100_fp8cs_config", "--set"}},
+                         recipe);
+  ASSERT_TRUE(changed.has_value()) << changed.error().Describe();
+  EXPECT_EQ(changed->job.model.pipeline_model_parallel_size, 8);
+  auto plain = Compose({}, recipe);
+  ASSERT_TRUE(plain.has_value()) << plain.error().Describe();
+  EXPECT_EQ(plain->job.model.pipeline_model_parallel_size, 4);
+}
+
 TEST(JobComposeTest, ErrorsNameTheOverride) {
   auto bad = Compose({{"model.tensor_model_parallel_size", "0", "--tp"}});
   ASSERT_FALSE(bad.has_value());
