@@ -62,7 +62,9 @@ std::optional<Imbalance> FindImbalance(const std::vector<MemorySample>& samples)
   }
   std::sort(peaks.begin(), peaks.end());
   const std::size_t n = peaks.size();
-  const std::int64_t median = n % 2 == 1 ? peaks[n / 2] : (peaks[n / 2 - 1] + peaks[n / 2]) / 2;
+  // Halfway without the sum: each reading may be near INT64_MAX (ScaleBytes' bound).
+  const std::int64_t median =
+      n % 2 == 1 ? peaks[n / 2] : peaks[n / 2 - 1] + (peaks[n / 2] - peaks[n / 2 - 1]) / 2;
   const std::int64_t peak = samples[top].peak_bytes();
   const double excess = static_cast<double>(peak - median);
   if (peak - median < kImbalanceMinBytes ||

@@ -122,6 +122,14 @@ TEST(LogLinesTest, ImbalanceNamesTheRankAndStage) {
   std::string even;
   for (int rank = 0; rank < 4; ++rank) even += MegatronLine(rank, 100, 2000.0, 40000.0 + rank);
   EXPECT_FALSE(FindImbalance(ParseLogMemory(even).samples).has_value());
+
+  // Readings near the int64 limit (fuzz finding: the median of two overflowed).
+  const std::string huge =
+      MegatronLine(0, 10, 2000.0, 5207211111110.0) + MegatronLine(1, 10, 2000.0, 5207211111110.0) +
+      MegatronLine(2, 10, 2000.0, 40000.0) + MegatronLine(3, 10, 2000.0, 40000.0);
+  auto far = FindImbalance(ParseLogMemory(huge).samples);
+  ASSERT_TRUE(far.has_value());
+  EXPECT_EQ(far->median_bytes, 40000 * kMiB + (5207211111110 - 40000) / 2 * kMiB);
 }
 
 }  // namespace
