@@ -139,6 +139,12 @@ std::span<const EnumName<Fsdp2Checkpoint>> EnumNames(Fsdp2Checkpoint) {
   return kNames;
 }
 
+std::span<const EnumName<Fsdp2PipelineSchedule>> EnumNames(Fsdp2PipelineSchedule) {
+  static constexpr EnumName<Fsdp2PipelineSchedule> kNames[] = {
+      {"1F1B", Fsdp2PipelineSchedule::k1F1B}, {"GPipe", Fsdp2PipelineSchedule::kGPipe}};
+  return kNames;
+}
+
 int DataParallelSize(const Job& job) {
   const auto& m = job.model;
   const int model_parallel =

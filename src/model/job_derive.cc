@@ -81,6 +81,13 @@ Status DeriveDefaults(const YAML::Node& dataset, ParseContext& ctx) {
   MEMTUNE_RETURN_IF_ERROR(RequireArchitecture(ctx.spec.model));
   MEMTUNE_RETURN_IF_ERROR(ResolveSeqLength(dataset, ctx));
   NotePrecisionDefaults(ctx);
+  // torchtitan's reshard_after_forward policy "default": `not pp_enabled` (v0.2.2
+  // models/llama3/infra/parallelize.py apply_fsdp), to avoid an all-gather per micro-batch.
+  JobSpec& spec = ctx.spec;
+  if (spec.memtune.framework == Framework::kFsdp2 && spec.model.pipeline_model_parallel_size > 1 &&
+      !ctx.Has("memtune.fsdp2.reshard_after_forward")) {
+    spec.memtune.fsdp2.reshard_after_forward = false;
+  }
   return OkStatus();
 }
 

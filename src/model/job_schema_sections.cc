@@ -16,6 +16,9 @@ bool CpuOffload(const Job& j) { return j.optimizer.optimizer_cpu_offload; }
 bool IsFsdp2(const Job& j) { return j.memtune.framework == Framework::kFsdp2; }
 bool IsMegatron(const Job& j) { return j.memtune.framework == Framework::kMegatron; }
 bool IsCompiledFsdp2(const Job& j) { return IsFsdp2(j) && j.memtune.fsdp2.compile; }
+bool IsPipelinedFsdp2(const Job& j) {
+  return IsFsdp2(j) && j.model.pipeline_model_parallel_size > 1;
+}
 
 template <typename S>
 Binder<S> Bind(S& (*get)(JobSpec&), const S& (*cget)(const Job&)) {
@@ -278,8 +281,10 @@ SectionSpec BuildFsdp2() {
   return {
       "memtune.fsdp2",
       {Memory(ShardDegreeField(), "world / (tp * pp * cp)", IsFsdp2),
-       Memory(f.Bool("reshard_after_forward", &Fsdp2Config::reshard_after_forward), "torchtitan",
-              IsFsdp2),
+       Memory(f.Bool("reshard_after_forward", &Fsdp2Config::reshard_after_forward),
+              "torchtitan (false with pipeline parallelism)", IsFsdp2),
+       Memory(f.Named("pipeline_schedule", &Fsdp2Config::pipeline_schedule), "torchtitan",
+              IsPipelinedFsdp2),
        Memory(f.DtypeField("param_dtype", &Fsdp2Config::param_dtype,
                            {Dtype::kFp32, Dtype::kBf16, Dtype::kFp16}),
               "torchtitan", IsFsdp2),

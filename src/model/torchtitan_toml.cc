@@ -4,6 +4,7 @@
 #include "model/torchtitan_toml.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <utility>
 #include <vector>
@@ -36,6 +37,17 @@ std::string StripComment(std::string_view line) {
 
 // A value of the subset: a whole string, a one-line array, or a bare scalar (integer,
 // float, true / false).
+// A batch size or parallel degree that a product may use: 1 to 2^20 - 1.
+Result<std::int64_t> PositiveCount(const std::string& text, const char* key) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v >= (1 << 20)) {
+    return InvalidConfig(key, std::string(key) + " = " + text + " is not a count",
+                         "allowed: an integer from 1 to 1048575");
+  }
+  return v;
+}
+
 Status CheckValue(const std::string& value, const std::string& where) {
   if (value.empty()) return InvalidInput(where, "has no value after '='");
   const char first = value.front();
@@ -189,6 +201,42 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   const std::string reshard = get("parallelism.fsdp_reshard_after_forward", "default");
   std::string shard = get("parallelism.data_parallel_shard_degree", "-1");
   const std::string seq = get("training.seq_len", "2048");
+  // Pipeline parallelism (torchtitan v0.2.2 pipeline_parallel.py build_pipeline_schedule):
+  // the local batch is split into local_batch_size / pipeline_parallel_microbatch_size
+  // micro-batches, memtune's micro_batch_size and micro-batch count.
+  const std::string pp = get("parallelism.pipeline_parallel_degree", "1");
+  const std::string local_batch =
+      get("training.local_batch_size", get("training.batch_size", "8").c_str());
+  std::string micro_batch = local_batch, global_batch = get("training.global_batch_size", "-1");
+  std::string schedule;
+  if (pp != "1") {
+    schedule = get("parallelism.pipeline_parallel_schedule", "1F1B");
+    if (schedule != "1F1B" && schedule != "GPipe") {
+      return Unsupported("parallelism.pipeline_parallel_schedule",
+                         "schedule '" + schedule + "' is not modelled",
+                         "allowed: 1F1B, GPipe (torchtitan's single-stage schedules)");
+    }
+    micro_batch = get("parallelism.pipeline_parallel_microbatch_size", "1");
+    if (global_batch == "-1") {  // torchtitan: local_batch_size x the data-parallel degree
+      const std::string replicate = get("parallelism.data_parallel_replicate_degree", "1");
+      if (shard == "-1") {
+        return InvalidConfig(
+            "parallelism.data_parallel_shard_degree",
+            "-1 with pipeline parallelism: memtune counts the micro-batches from the global "
+            "batch",
+            "set parallelism.data_parallel_shard_degree or training.global_batch_size");
+      }
+      std::int64_t product = 1;
+      for (const auto& [key, text] :
+           {std::pair{"training.local_batch_size", local_batch},
+            std::pair{"parallelism.data_parallel_shard_degree", shard},
+            std::pair{"parallelism.data_parallel_replicate_degree", replicate}}) {
+        MEMTUNE_TRY(const std::int64_t v, PositiveCount(text, key));
+        product *= v;  // each below 2^20: no overflow
+      }
+      global_batch = std::to_string(product);
+    }
+  }
   std::string y;
   y += "# Translated from the torchtitan config " + source + " by memtune.\n";
   y += "model:\n" + preset->second;
@@ -196,12 +244,8 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   y += "  pipeline_model_parallel_size: " + get("parallelism.pipeline_parallel_degree", "1") + "\n";
   y += "  context_parallel_size: " + get("parallelism.context_parallel_degree", "1") + "\n";
   y += "  seq_length: " + seq + "\n";
-  y += "train:\n  micro_batch_size: " +
-       get("training.local_batch_size", get("training.batch_size", "8").c_str()) + "\n";
-  if (values.count("training.global_batch_size") &&
-      get("training.global_batch_size", "-1") != "-1") {
-    y += "  global_batch_size: " + get("training.global_batch_size", "") + "\n";
-  }
+  y += "train:\n  micro_batch_size: " + micro_batch + "\n";
+  if (global_batch != "-1") y += "  global_batch_size: " + global_batch + "\n";
   y += "dataset:\n  seq_length: " + seq + "\n";
   y += "memtune:\n  framework: fsdp2\n  fsdp2:\n";
   y += "    shard_degree: " + shard + "\n";
@@ -211,7 +255,12 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
        (compile && components.find("loss") != std::string::npos ? "true" : "false") + "\n";
   y += std::string("    float8: ") +
        (converters.find("float8") != std::string::npos ? "true" : "false") + "\n";
-  y += std::string("    reshard_after_forward: ") + (reshard == "never" ? "false" : "true") + "\n";
+  // "default" is left to memtune's own default: true, false under pipeline parallelism.
+  if (reshard != "default") {
+    y +=
+        std::string("    reshard_after_forward: ") + (reshard == "never" ? "false" : "true") + "\n";
+  }
+  if (!schedule.empty()) y += "    pipeline_schedule: " + schedule + "\n";
   if (values.count("training.mixed_precision_param")) {
     const std::string p = get("training.mixed_precision_param", "bfloat16");
     y += "    param_dtype: " +
@@ -240,6 +289,9 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
                                 "parallelism.data_parallel_shard_degree",
                                 "parallelism.tensor_parallel_degree",
                                 "parallelism.pipeline_parallel_degree",
+                                "parallelism.pipeline_parallel_schedule",
+                                "parallelism.data_parallel_replicate_degree",
+                                "parallelism.pipeline_parallel_microbatch_size",
                                 "parallelism.context_parallel_degree",
                                 "training.seq_len",
                                 "training.local_batch_size",

@@ -26,6 +26,10 @@ class Emitter {
   std::int64_t events() const { return events_; }
   // Bytes of the handles still live (the persistent state at the end of a trace).
   std::int64_t LiveBytes() const;
+  // Bytes of a live handle (0 for kNone or after a stop).
+  std::int64_t Bytes(alloc::HandleId handle) const {
+    return handle < handle_bytes_.size() ? handle_bytes_[handle] : 0;
+  }
 
  private:
   EventSink& sink_;

@@ -5,12 +5,18 @@ namespace memtune::synth {
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
-    case Phase::kStartup: return "startup";
-    case Phase::kForward: return "forward";
-    case Phase::kBackward: return "backward";
-    case Phase::kRecompute: return "recompute";
-    case Phase::kOptimizer: return "optimizer";
-    case Phase::kZeroGrad: return "zero_grad";
+    case Phase::kStartup:
+      return "startup";
+    case Phase::kForward:
+      return "forward";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kRecompute:
+      return "recompute";
+    case Phase::kOptimizer:
+      return "optimizer";
+    case Phase::kZeroGrad:
+      return "zero_grad";
   }
   return "?";
 }

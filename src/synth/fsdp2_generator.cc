@@ -150,12 +150,17 @@ void Fsdp2Generator::Forward(int microbatch) {
 
 // loss_fn = cross_entropy(pred.flatten(0, 1).float(), labels); then `del pred`. Compiled
 // (compile_loss), AOTAutograd saves the bf16 logits and per-row max and log-sum-exp.
-void Fsdp2Generator::Loss() {
+alloc::HandleId Fsdp2Generator::Loss(bool keep_logits) {
   const std::int64_t e = f_.logits_fp32_bytes;
   HandleId logits = Alloc(f_.logits_bytes, "logits");
   if (f_.compile_loss) {  // the compiled graph saves the bf16 logits and two fp32 row statistics
-    loss_saved_ = {logits, Alloc(f_.loss_row_stats_bytes, "loss.row_stats")};
-    return;
+    const HandleId stats = Alloc(f_.loss_row_stats_bytes, "loss.row_stats");
+    if (keep_logits) {  // the stage's cached output holds the logits past the loss backward
+      loss_saved_ = {stats};
+      return logits;
+    }
+    loss_saved_ = {logits, stats};
+    return kNone;
   }
   HandleId upcast = Alloc(e, "loss.logits_fp32");
   HandleId logsoftmax;
@@ -169,8 +174,10 @@ void Fsdp2Generator::Loss() {
     logsoftmax = Alloc(e, "loss.log_softmax");
   }
   Free(upcast);
-  Free(logits);
   loss_saved_ = {logsoftmax};
+  if (keep_logits) return logits;
+  Free(logits);
+  return kNone;
 }
 
 alloc::HandleId Fsdp2Generator::LossBackward() {
@@ -252,13 +259,14 @@ void Fsdp2Generator::Backward(int microbatch) {
 
 void Fsdp2Generator::OptimizerStep(int iteration) {
   label_ = EventLabel{Phase::kOptimizer, iteration, -1, -1, -1, ""};
-  std::vector<std::int64_t>
-      shard_bytes;  // model.parameters() order: embedding, blocks, norm, output
-  shard_bytes.push_back(4 * f_.root_params.front().ShardElements(f_.shard));
+  // model.parameters() order: embedding, blocks, norm, output (a pipeline stage: its own).
+  std::vector<std::int64_t> shard_bytes;
+  const bool embedding = f_.has_embedding && !f_.root_params.empty();
+  if (embedding) shard_bytes.push_back(4 * f_.root_params.front().ShardElements(f_.shard));
   for (int l = 0; l < f_.layers; ++l) {
     for (const auto& p : f_.block_params) shard_bytes.push_back(4 * p.ShardElements(f_.shard));
   }
-  for (std::size_t i = 1; i < f_.root_params.size(); ++i) {
+  for (std::size_t i = embedding ? 1 : 0; i < f_.root_params.size(); ++i) {
     shard_bytes.push_back(4 * f_.root_params[i].ShardElements(f_.shard));
   }
   if (exp_avg_.empty()) {  // torch.optim.AdamW _init_group: zeros_like per parameter
@@ -273,6 +281,10 @@ void Fsdp2Generator::OptimizerStep(int iteration) {
 }
 
 TraceSummary Fsdp2Generator::Run() {
+  if (f_.Pipelined()) {
+    RunPipelined();
+    return TraceSummary{emit_.events(), emit_.LiveBytes()};
+  }
   Startup();
   for (int it = 0; it < iterations_ && !emit_.stopped(); ++it) {
     label_ = EventLabel{Phase::kZeroGrad, it, -1, -1, -1, ""};
@@ -290,6 +302,173 @@ TraceSummary Fsdp2Generator::Run() {
     OptimizerStep(it);
   }
   return TraceSummary{emit_.events(), emit_.LiveBytes()};
+}
+
+}  // namespace memtune::synth
+
+namespace memtune::synth {
+
+// torchtitan v0.2.2 train.py forward_backward_step under PP: the local batch (every
+// micro-batch's input ids and labels) is on the device of every stage; pp_schedule.step
+// splits it and runs the stage's schedule; PyTorch's pipelining then reduces the
+// accumulated gradients once (perform_reduce_grad); then the optimizer steps.
+void Fsdp2Generator::RunPipelined() {
+  Startup();
+  accumulated_.resize(f_.layers + 1);
+  for (int it = 0; it < iterations_ && !emit_.stopped(); ++it) {
+    label_ = EventLabel{Phase::kZeroGrad, it, -1, -1, -1, ""};
+    FreeAll(grads_);
+    HandleId tokens = Alloc(8 * f_.tokens * f_.microbatches, "tokens");
+    HandleId labels = Alloc(8 * f_.tokens * f_.microbatches, "labels");
+    Free(tokens_);
+    Free(labels_);
+    tokens_ = tokens;
+    labels_ = labels;
+    stage_mb_.assign(f_.microbatches, StageMicrobatch{});
+    for (const auto& [forward, mb] : f_.ScheduleOrder()) {
+      if (emit_.stopped()) break;
+      if (forward) {
+        StageForward(mb);
+      } else {
+        StageBackward(mb);
+      }
+    }
+    label_ = EventLabel{Phase::kBackward, it, -1, -1, -1, ""};
+    ReduceAccumulated();
+    OptimizerStep(it);
+  }
+}
+
+// Stage.forward_one_chunk: the received input (or the embedding of the token ids), the
+// stage's blocks, and on the last stage the final norm, output layer and loss. Every
+// block stays gathered (no reshard after forward under PP); fwd_cache keeps the input and
+// output until the micro-batch's backward.
+void Fsdp2Generator::StageForward(int microbatch) {
+  label_ = EventLabel{Phase::kForward, label_.iteration, -1, microbatch, -1, ""};
+  StageMicrobatch& s = stage_mb_[microbatch];
+  s.block_saved.assign(f_.layers, {});
+  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden;
+  HandleId x;
+  if (f_.has_embedding) {
+    Unshard(kRoot);
+    if (f_.tp > 1) {
+      HandleId partial = Alloc(2 * n * h, "fwd.embedding_partial");
+      x = Alloc(2 * r * h, "act.block_input");
+      Free(partial);
+    } else {
+      x = Alloc(2 * n * h, "act.block_input");
+    }
+  } else {
+    x = s.input = Alloc(f_.BoundaryBytes(), "pp.recv_input");
+  }
+  for (int l = 0; l < f_.layers && !emit_.stopped(); ++l) {
+    label_.layer = f_.first_layer + l;
+    Unshard(l);
+    std::vector<Named> kept;
+    HandleId out = BlockForward(l, /*recompute=*/false, kept);
+    if (f_.Checkpointed(l)) {  // torchtitan counts a stage's own blocks
+      // The checkpoint keeps its input; the stage input is fwd_cache's, not the block's.
+      if (x != s.input) kept.push_back({"act.block_input", x});
+    } else if (x != s.input) {
+      Free(x);
+    }
+    s.block_saved[l] = std::move(kept);
+    x = out;
+  }
+  label_.layer = -1;
+  if (!f_.has_head) {
+    s.output = x;  // sent to the next stage, kept for this micro-batch's backward
+    return;
+  }
+  Unshard(kRoot);
+  HandleId y = FinalNorm(s.outside);
+  if (x != s.input) Free(x);  // a stage without blocks: its input stays cached
+  if (f_.tp > 1) {
+    HandleId gathered = Alloc(2 * n * h, "output.gemm_input");
+    Free(y);
+    y = gathered;
+  }
+  s.outside.push_back({"output.gemm_input", y});
+  s.output = Loss(/*keep_logits=*/true);  // the stage output: the logits
+  s.loss_saved = std::move(loss_saved_);
+  loss_saved_.clear();
+}
+
+// Stage.backward_one_chunk: the loss backward on the last stage (else the received output
+// gradient), the blocks in reverse, each group's gradients accumulated; the input
+// gradient is sent (or, on stage 0, becomes the embedding's gradient); the cached input
+// and output are dropped at the end.
+void Fsdp2Generator::StageBackward(int microbatch) {
+  label_ = EventLabel{Phase::kBackward, label_.iteration, -1, microbatch, -1, ""};
+  StageMicrobatch& s = stage_mb_[microbatch];
+  HandleId grad;
+  if (f_.has_head) {
+    outside_ = std::move(s.outside);
+    loss_saved_ = std::move(s.loss_saved);
+    grad = LossBackward();
+    std::vector<HandleId> head{root_head_grads_};
+    root_head_grads_ = kNone;
+    Accumulate(kRoot, head);  // [norm, output]'s post-backward, after the norm's backward
+  } else {
+    grad = Alloc(f_.BoundaryBytes(), "pp.recv_output_grad");
+  }
+  for (int l = f_.layers - 1; l >= 0 && !emit_.stopped(); --l) {
+    label_.layer = f_.first_layer + l;
+    label_.phase = Phase::kBackward;
+    std::vector<Named>& saved = s.block_saved[l];
+    if (f_.Checkpointed(l)) {
+      label_.phase = Phase::kRecompute;
+      HandleId out = BlockForward(l, /*recompute=*/true, saved);
+      Free(out);
+      label_.phase = Phase::kBackward;
+    }
+    std::vector<HandleId> weight_grads;
+    grad = BlockBackward(grad, saved, weight_grads);
+    Accumulate(l, weight_grads);
+  }
+  label_.layer = -1;
+  if (f_.has_embedding) {
+    std::vector<HandleId> embedding{
+        Alloc(f_.param_bytes * f_.root_params.front().Elements(), "grad.tok_embeddings")};
+    Free(grad);
+    Accumulate(kRoot, embedding);
+  } else {
+    Free(grad);  // sent to the previous stage
+    Free(s.input);
+  }
+  Free(s.output);
+}
+
+void Fsdp2Generator::Accumulate(int group, std::vector<HandleId>& unsharded_grads) {
+  std::vector<HandleId>& acc = accumulated_[group + 1];
+  if (!acc.empty()) {  // accumulate_unsharded_grad_if_needed: added in place, .grad freed
+    FreeAll(unsharded_grads);
+    return;
+  }
+  if (f_.accumulate_bytes == f_.param_bytes) {  // the gradient stays in .grad
+    acc = std::move(unsharded_grads);
+    unsharded_grads.clear();
+    return;
+  }
+  // to_accumulated_grad_if_needed, parameter by parameter: .to(reduce_dtype), .grad = None.
+  for (HandleId& g : unsharded_grads) {
+    const std::int64_t elements = emit_.Bytes(g) / f_.param_bytes;
+    acc.push_back(Alloc(f_.accumulate_bytes * elements, "fsdp.accumulated_grad"));
+    Free(g);
+  }
+  unsharded_grads.clear();
+}
+
+void Fsdp2Generator::ReduceAccumulated() {
+  auto reduce = [&](int group) {
+    if (accumulated_[group + 1].empty()) return;
+    ReduceScatter(group, accumulated_[group + 1], /*accumulate=*/false);
+    Reshard(group);
+  };
+  if (f_.has_embedding) reduce(kRoot);
+  for (int l = 0; l < f_.layers && !emit_.stopped(); ++l) reduce(l);
+  if (f_.has_head) reduce(kRoot);
+  Free(pending_rs_input_);  // the root's post-backward final callback
 }
 
 }  // namespace memtune::synth

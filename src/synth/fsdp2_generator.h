@@ -57,9 +57,29 @@ class Fsdp2Generator {
   HandleId FinalNorm(std::vector<Named>& kept);
   // The RMSNorm backward's fp32 temporaries; returns the input gradient (bf16, local rows).
   HandleId NormBackward(bool fused);
-  void Loss();
+  // The loss on the output layer's logits; `keep_logits`: the logits stay alive (the
+  // pipeline stage caches its output until the micro-batch's backward) and are returned.
+  HandleId Loss(bool keep_logits = false);
   HandleId LossBackward();
   void OptimizerStep(int iteration);
+
+  // Pipeline parallelism (Fsdp2Facts::Pipelined): one stage's schedule per step.
+  struct StageMicrobatch {  // what the stage caches per micro-batch until its backward
+    std::vector<std::vector<Named>> block_saved;
+    std::vector<Named> outside;
+    std::vector<HandleId> loss_saved;
+    HandleId input = kNone;   // the received activation (fwd_cache's inputs)
+    HandleId output = kNone;  // the stage output (or the logits on the last stage)
+  };
+  void RunPipelined();
+  void StageForward(int microbatch);
+  void StageBackward(int microbatch);
+  // post_backward without gradient sync: the first micro-batch turns each unsharded
+  // gradient into an accumulator (accumulate_bytes per element), later ones add into it.
+  void Accumulate(int group, std::vector<HandleId>& unsharded_grads);
+  // perform_reduce_grad: every group's accumulated gradients reduce-scattered, in FSDP
+  // state order (embedding, blocks, norm + output), each group resharded after.
+  void ReduceAccumulated();
 
   const tensors::Fsdp2Facts& f_;
   int iterations_ = 1;
@@ -75,8 +95,10 @@ class Fsdp2Generator {
   HandleId tokens_ = kNone, labels_ = kNone, root_head_grads_ = kNone;
   std::vector<HandleId> loss_saved_;  // what the loss keeps for its backward
   HandleId persistent_freqs_ = kNone;
-  HandleId pending_rs_input_ = kNone;  // freed by the next reduce-scatter
-  std::vector<bool> gathered_;         // [group + 1] unsharded now
+  HandleId pending_rs_input_ = kNone;               // freed by the next reduce-scatter
+  std::vector<bool> gathered_;                      // [group + 1] unsharded now
+  std::vector<StageMicrobatch> stage_mb_;           // [micro-batch], pipeline only
+  std::vector<std::vector<HandleId>> accumulated_;  // [group + 1] unsharded gradients
 };
 
 }  // namespace memtune::synth

@@ -55,7 +55,8 @@ class Plan {
   LayerSizes sizes[2][2];
   std::int64_t local_hidden = 0;  // act bytes of one micro-batch's hidden states (local tokens)
   std::vector<RankPlan> ranks;
-  std::optional<tensors::Fsdp2Facts> fsdp2;  // framework fsdp2: one rank class, its own generator
+  // framework fsdp2: one rank class per pipeline stage, its own generator
+  std::vector<tensors::Fsdp2Facts> fsdp2;
 };
 
 }  // namespace memtune::synth

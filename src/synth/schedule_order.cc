@@ -7,7 +7,8 @@
 
 namespace memtune::synth {
 
-std::vector<PipelineStep> ScheduleTable(std::int64_t num_microbatches, int num_chunks, int group_size) {
+std::vector<PipelineStep> ScheduleTable(std::int64_t num_microbatches, int num_chunks,
+                                        int group_size) {
   std::vector<PipelineStep> table;
   table.reserve(static_cast<std::size_t>(num_microbatches * num_chunks));
   const std::int64_t g = std::max(1, group_size);
@@ -29,8 +30,8 @@ std::vector<PipelineStep> PipelineSchedule(int pp_size, int pp_rank, int num_chu
   const int g = num_chunks == 1 ? 1 : group_size;
   const std::vector<PipelineStep> table = ScheduleTable(num_microbatches, num_chunks, g);
   const std::int64_t total = static_cast<std::int64_t>(table.size());
-  const std::int64_t warmup = estimate::WarmupMicrobatches(pp_size, pp_rank, num_chunks, num_microbatches,
-                                                           group_size, ep_overlap);
+  const std::int64_t warmup = estimate::WarmupMicrobatches(
+      pp_size, pp_rank, num_chunks, num_microbatches, group_size, ep_overlap);
   auto backward = [&](std::int64_t k) {
     PipelineStep s = table[k];
     s.forward = false;

@@ -97,9 +97,14 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job,
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job, options));
   if (job.memtune.framework == model::Framework::kFsdp2) {
     auto plan = std::make_unique<Plan>();
-    MEMTUNE_TRY(plan->fsdp2, tensors::MakeFsdp2Facts(job));
+    const int stages = std::max(1, job.model.pipeline_model_parallel_size);
+    for (int s = 0; s < stages; ++s) {
+      MEMTUNE_TRY(tensors::Fsdp2Facts facts, tensors::MakeFsdp2Facts(job, s));
+      plan->fsdp2.push_back(std::move(facts));
+    }
+    plan->pp_size = stages;
     plan->iterations = options.iterations;
-    plan->num_microbatches = plan->fsdp2->microbatches;
+    plan->num_microbatches = plan->fsdp2.front().microbatches;
     MEMTUNE_RETURN_IF_ERROR(
         CheckReplayLength(plan->num_microbatches, plan->iterations, "train.global_batch_size"));
     return TraceSynthesizer(std::move(plan));
@@ -148,8 +153,8 @@ int TraceSynthesizer::last_microbatch() const {
 }
 
 TraceSummary TraceSynthesizer::Synthesize(int pp_rank, EventSink& sink) const {
-  if (plan_->fsdp2) {
-    Fsdp2Generator generator(*plan_->fsdp2, plan_->iterations, sink);
+  if (!plan_->fsdp2.empty()) {
+    Fsdp2Generator generator(plan_->fsdp2.at(pp_rank), plan_->iterations, sink);
     return generator.Run();
   }
   Generator generator(*plan_, pp_rank, sink);

@@ -14,7 +14,6 @@ class Walk {
     grad_out_ = Alloc(incoming, "grad_out");
   }
   int grad_out() const { return grad_out_; }
-  const Fsdp2BackwardPeak& peak() const { return peak_; }
 
   int Alloc(std::int64_t bytes, const char*) {
     sizes_.push_back(bytes);
@@ -38,18 +37,27 @@ class Walk {
   }
   void WeightGrad(std::int64_t bytes) {
     temps_ += bytes;
+    weight_grads_.push_back(bytes);
     Note();
+  }
+  // The walk's result once the backward has run and its input gradient is `dx`.
+  Fsdp2BackwardPeak Finish(int dx) {
+    Fsdp2BackwardPeak result = peak_;
+    result.weight_grad_bytes = weight_grads_;
+    result.input_grad_bytes = dx >= 0 ? sizes_[dx] : 0;
+    return result;
   }
 
  private:
   void Note() {
-    if (saved_bytes_ + temps_ > peak_.Total()) peak_ = {saved_bytes_, temps_};
+    if (saved_bytes_ + temps_ > peak_.Total()) peak_ = {saved_bytes_, temps_, {}, 0};
   }
   std::vector<Fsdp2Tensor> saved_;
   std::vector<std::int64_t> sizes_;
   std::int64_t saved_bytes_ = 0, temps_ = 0;
   int grad_out_ = -1;
   Fsdp2BackwardPeak peak_;
+  std::vector<std::int64_t> weight_grads_;
 };
 
 }  // namespace
@@ -58,8 +66,8 @@ Fsdp2BackwardPeak WalkBlockBackward(const Fsdp2Facts& f, bool checkpointed) {
   std::vector<Fsdp2Tensor> saved = f.block_eager;
   if (checkpointed) saved.push_back({"act.block_input", f.block_input_bytes});
   Walk walk(std::move(saved), 2 * f.tokens / f.tp * f.hidden);
-  Fsdp2BlockBackward(f, walk.grad_out(), walk);
-  return walk.peak();
+  const int dx = Fsdp2BlockBackward(f, walk.grad_out(), walk);
+  return walk.Finish(dx);
 }
 
 }  // namespace memtune::tensors

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "tensors/fsdp2_tensors.h"
 
@@ -226,6 +227,10 @@ struct Fsdp2BackwardPeak {
   std::int64_t saved_bytes = 0;
   std::int64_t temp_bytes = 0;
   std::int64_t Total() const { return saved_bytes + temp_bytes; }
+  // What the backward leaves: the unsharded weight gradients in allocation order and the
+  // input gradient (everything saved and every other temporary is freed by then).
+  std::vector<std::int64_t> weight_grad_bytes;
+  std::int64_t input_grad_bytes = 0;
 };
 
 // `checkpointed`: the block re-created its uncheckpointed set (and keeps its input);

@@ -21,14 +21,40 @@ std::int64_t Sum(const std::vector<Fsdp2Tensor>& list) {
   return total;
 }
 
+// What the pipeline-parallel model covers: torchtitan's single-stage schedules with its
+// default FSDP policy under PP (no reshard after forward).
+Status CheckPipelineModelled(const model::Job& job) {
+  const auto& m = job.model;
+  if (job.memtune.fsdp2.reshard_after_forward) {
+    return Unsupported("memtune.fsdp2.reshard_after_forward",
+                       "true with pipeline parallelism (torchtitan's \"always\" policy: an "
+                       "all-gather per micro-batch) is not modelled; torchtitan's default under "
+                       "PP is false");
+  }
+  if (m.virtual_pipeline_model_parallel_size.value_or(1) > 1) {
+    return Unsupported("model.virtual_pipeline_model_parallel_size",
+                       "fsdp2 is modelled with torchtitan's single-stage schedules (1F1B, GPipe); "
+                       "interleaved and zero-bubble schedules are not modelled");
+  }
+  if (std::max(1, m.context_parallel_size) > 1) {
+    return Unsupported("model.context_parallel_size",
+                       "fsdp2 with both pipeline and context parallelism is not modelled");
+  }
+  // torchtitan models/common/decoder.py: "Weight tying is not supported with Pipeline
+  // Parallel."
+  if (m.share_embeddings_and_output_weights) {
+    return InvalidConfig("model.share_embeddings_and_output_weights",
+                         "torchtitan does not support weight tying with pipeline parallelism");
+  }
+  return OkStatus();
+}
+
 Status CheckModelled(const model::Job& job) {
   const auto& m = job.model;
-  if (m.pipeline_model_parallel_size > 1) {
-    return Unsupported(
-        "model.pipeline_model_parallel_size",
-        "fsdp2 with pipeline parallelism (torchtitan PP schedules) is not modelled yet");
-  }
   const int cp = std::max(1, m.context_parallel_size);
+  if (m.pipeline_model_parallel_size > 1) {
+    MEMTUNE_RETURN_IF_ERROR(CheckPipelineModelled(job));
+  }
   // torchtitan train.py create_context_parallel_ctx: the sequence is load-balanced in
   // 2 * cp chunks (torch _context_parallel_buffers).
   if (cp > 1 && m.seq_length % (2 * cp) != 0) {
@@ -304,7 +330,54 @@ std::int64_t Fsdp2Facts::BlockKeptBytes(int layer) const {
 std::int64_t Fsdp2Facts::BlockEagerBytes() const { return Sum(block_eager); }
 std::int64_t Fsdp2Facts::OutsideBytes() const { return Sum(outside); }
 
-Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
+Result<std::vector<int>> Fsdp2StageLayers(std::int64_t num_layers, int pp) {
+  constexpr std::int64_t kInputWeight = 1, kOutputWeight = 1;  // first/last_stage_less_layers
+  if (pp <= 1) return std::vector<int>{static_cast<int>(num_layers)};
+  const std::int64_t effective = num_layers + kInputWeight + kOutputWeight;
+  const std::int64_t per_stage = effective / pp, extra = effective % pp;
+  if (per_stage < std::max(kInputWeight, kOutputWeight) || per_stage == 0) {
+    return InvalidConfig("model.pipeline_model_parallel_size",
+                         std::to_string(pp) + " stages for " + std::to_string(num_layers) +
+                             " layers: torchtitan counts the embedding and the output as one "
+                             "layer each and needs at least one per stage beside them");
+  }
+  std::vector<int> layers;
+  std::int64_t placed = 0;
+  for (int s = 0; s < pp; ++s) {
+    std::int64_t count = per_stage + (s < extra ? 1 : 0);
+    if (s == 0) count -= kInputWeight;
+    if (s == pp - 1) count -= kOutputWeight;
+    count = std::min(count, num_layers - placed);  // "if current_layer < num_layers"
+    layers.push_back(static_cast<int>(count));
+    placed += count;
+  }
+  return layers;
+}
+
+std::vector<std::pair<bool, int>> Fsdp2Facts::ScheduleOrder() const {
+  const int n = static_cast<int>(microbatches);
+  std::vector<std::pair<bool, int>> order;
+  if (schedule == model::Fsdp2PipelineSchedule::kGPipe || !Pipelined()) {
+    if (!Pipelined()) {  // no pipeline: each micro-batch's forward then its backward
+      for (int m = 0; m < n; ++m) order.insert(order.end(), {{true, m}, {false, m}});
+      return order;
+    }
+    for (int m = 0; m < n; ++m) order.push_back({true, m});
+    for (int m = 0; m < n; ++m) order.push_back({false, m});
+    return order;
+  }
+  // Schedule1F1B._step_microbatches: warmup_chunks = min(n, num_stages - stage_index).
+  const int warmup = std::min(n, pp - stage);
+  int forward = 0, backward = 0;
+  while (forward < warmup) order.push_back({true, forward++});
+  while (backward < n) {
+    order.push_back({false, backward++});
+    if (forward < n) order.push_back({true, forward++});
+  }
+  return order;
+}
+
+Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job, int stage) {
   MEMTUNE_RETURN_IF_ERROR(CheckModelled(job));
   const auto& m = job.model;
   const auto& cfg = job.memtune.fsdp2;
@@ -341,6 +414,36 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job) {
   f.tokens = job.train.micro_batch_size * m.seq_length / f.cp;  // this CP rank's chunks
   AddParams(job, f.tp, f);
   AddBlockActivations(job, f);
+  f.accumulate_bytes = cfg.reduce_dtype != cfg.param_dtype ? f.reduce_bytes : f.param_bytes;
+  f.pp = std::max(1, m.pipeline_model_parallel_size);
+  if (stage < 0 || stage >= f.pp) {
+    return InvalidInput("pp_rank", "pipeline rank " + std::to_string(stage) + " of " +
+                                       std::to_string(f.pp) + " stages");
+  }
+  if (f.Pipelined()) {
+    MEMTUNE_TRY(const std::vector<int> split, Fsdp2StageLayers(m.num_layers, f.pp));
+    f.stage = stage;
+    for (int s = 0; s < stage; ++s) f.first_layer += split[s];
+    f.layers = split[stage];
+    f.has_embedding = stage == 0;
+    f.has_head = stage == f.pp - 1;
+    f.schedule = cfg.pipeline_schedule;
+    std::vector<Fsdp2Param> own;
+    for (const auto& p : f.root_params) {
+      const bool embedding = std::string_view(p.name) == "tok_embeddings.weight";
+      if (embedding ? f.has_embedding : f.has_head) own.push_back(p);
+    }
+    f.root_params = std::move(own);
+    // torch.distributed.pipelining Schedule1F1B: "Number of microbatches must be at least
+    // the number of stages"; torchtitan splits local_batch_size / microbatch_size.
+    if (f.schedule == model::Fsdp2PipelineSchedule::k1F1B && f.microbatches < f.pp) {
+      return InvalidConfig("train.global_batch_size",
+                           std::to_string(f.microbatches) + " micro-batches per step for " +
+                               std::to_string(f.pp) +
+                               " pipeline stages: PyTorch's 1F1B schedule needs at least one "
+                               "per stage (raise global_batch_size or lower micro_batch_size)");
+    }
+  }
   return f;
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memtune/core/result.h"
@@ -69,8 +70,31 @@ struct Fsdp2Facts {
   std::int64_t torch_workspace_bytes = 0;
   bool loss_parallel = false;  // TP > 1: torchtitan's loss_parallel (DTensor handlers)
 
+  // Pipeline parallelism (torchtitan v0.2.2 distributed/pipeline_parallel.py with the
+  // single-stage schedules of torch.distributed.pipelining): this rank holds stage `stage`
+  // of `pp`, blocks [first_layer, first_layer + layers); stage 0 the embedding, the last
+  // stage the final norm and output. Each stage is its own FSDP root; the pipeline stage
+  // turns off gradient sync and reshard-after-backward for every micro-batch
+  // (stage.py backward_maybe_with_nosync), so every parameter keeps an unsharded gradient
+  // (`accumulate_bytes` per element) from its first backward until the reduce at the end
+  // of the step (perform_reduce_grad).
+  int pp = 1, stage = 0, first_layer = 0;
+  bool has_embedding = true, has_head = true;
+  model::Fsdp2PipelineSchedule schedule = model::Fsdp2PipelineSchedule::k1F1B;
+  int accumulate_bytes = 4;
+  bool Pipelined() const { return pp > 1; }
+  // One boundary tensor between stages (the residual stream, sequence-sharded under TP).
+  std::int64_t BoundaryBytes() const { return 2 * (tokens / tp) * hidden; }
+  // The stage's forward/backward order: (true, m) forward of micro-batch m, (false, m) its
+  // backward. 1F1B (schedules.py Schedule1F1B): min(n, pp - stage) forwards, then one
+  // backward and one forward in turn, then the remaining backwards; GPipe: every forward,
+  // then every backward.
+  std::vector<std::pair<bool, int>> ScheduleOrder() const;
+
   std::vector<Fsdp2Param> block_params;  // one transformer block
-  std::vector<Fsdp2Param> root_params;   // tok_embeddings, norm, output
+  // tok_embeddings, norm, output; under pipeline parallelism only the stage's own (the
+  // embedding on stage 0, norm and output on the last), one FSDP group either way.
+  std::vector<Fsdp2Param> root_params;
 
   // Activations of one block, per micro-batch.
   std::vector<Fsdp2Tensor> block_eager;  // saved without AC (recompute re-creates these)
@@ -110,10 +134,17 @@ struct Fsdp2Facts {
   std::int64_t OutsideBytes() const;
 };
 
-// Sizes a torchtitan FSDP2 job. Errors: kUnsupported for what is not modelled (pipeline
-// parallelism, MoE, MLA, compile without activation checkpointing, qk_layernorm with
-// compile or context parallelism),
-// kInvalidConfig for a shard degree that does not fit the world size.
-Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job);
+// Sizes a torchtitan FSDP2 job's pipeline stage `stage` (0 without pipeline parallelism).
+// Errors: kUnsupported for what is not modelled (MoE, MLA, compile without activation
+// checkpointing, qk_layernorm with compile or context parallelism, reshard_after_forward
+// under pipeline parallelism), kInvalidConfig for a shard degree that does not fit the world
+// size or a pipeline torchtitan cannot split (fewer than two effective layers per stage).
+Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job, int stage = 0);
+
+// The blocks of each pipeline stage, torchtitan's generate_llm_fqn_per_model_part (v0.2.2,
+// pipeline_parallel.py) with its default weights: the embedding and the norm + output each
+// count as one layer, `num_layers + 2` effective layers are split evenly and the first
+// stages take one more each. Errors: kInvalidConfig where torchtitan raises ValueError.
+Result<std::vector<int>> Fsdp2StageLayers(std::int64_t num_layers, int pp);
 
 }  // namespace memtune::tensors

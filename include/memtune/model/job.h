@@ -65,6 +65,9 @@ enum class PeftMethod { kLora, kDora };
 // FSDP2 activation checkpointing (torchtitan ActivationCheckpoint.mode, with selective's
 // option split): "none" | "selective_op" | "selective_layer" | "full".
 enum class Fsdp2Checkpoint { kNone, kSelectiveOp, kSelectiveLayer, kFull };
+// torchtitan's pipeline schedule under FSDP2 (parallelism.pipeline_parallel_schedule; the
+// single-stage schedules of torch.distributed.pipelining): "1F1B" | "GPipe".
+enum class Fsdp2PipelineSchedule { k1F1B, kGPipe };
 
 // One document spelling of a closed-set enum value.
 template <typename E>
@@ -91,6 +94,7 @@ std::span<const EnumName<Optimizer>> EnumNames(Optimizer);
 std::span<const EnumName<ShardingStrategy>> EnumNames(ShardingStrategy);
 std::span<const EnumName<PeftMethod>> EnumNames(PeftMethod);
 std::span<const EnumName<Fsdp2Checkpoint>> EnumNames(Fsdp2Checkpoint);
+std::span<const EnumName<Fsdp2PipelineSchedule>> EnumNames(Fsdp2PipelineSchedule);
 
 // The document spelling of `value`, e.g. NameOf(MoeTokenDispatcher::kAlltoall) == "alltoall".
 template <typename E>
@@ -320,7 +324,10 @@ struct PeftConfig {
 // memtune.fsdp2: torchtitan-style FSDP2 runs.
 struct Fsdp2Config {
   int shard_degree = 0;  // 0 = world / (tp * pp * cp)
+  // torchtitan's "default" policy: true, false under pipeline parallelism (set when the
+  // document leaves it out; torchtitan distributed fsdp.py, v0.2.2 apply_fsdp).
   bool reshard_after_forward = true;
+  Fsdp2PipelineSchedule pipeline_schedule = Fsdp2PipelineSchedule::k1F1B;
   Dtype param_dtype = Dtype::kBf16;
   Dtype reduce_dtype = Dtype::kFp32;
   Fsdp2Checkpoint activation_checkpoint = Fsdp2Checkpoint::kNone;

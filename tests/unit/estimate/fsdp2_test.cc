@@ -222,10 +222,18 @@ TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
        [](model::Job& j) { j.model.add_bias_linear = true; }},
       {"memtune.fsdp2.param_dtype", ErrorCode::kUnsupported,
        [](model::Job& j) { j.memtune.fsdp2.param_dtype = model::Dtype::kFp32; }},
-      {"model.pipeline_model_parallel_size", ErrorCode::kUnsupported,
-       [](model::Job& j) {
+      {"memtune.fsdp2.reshard_after_forward", ErrorCode::kUnsupported,
+       [](model::Job& j) {  // torchtitan's "always" policy under PP
          j.model.pipeline_model_parallel_size = 2;
          j.memtune.world_size = 4;
+         j.memtune.fsdp2.reshard_after_forward = true;
+       }},
+      {"model.virtual_pipeline_model_parallel_size", ErrorCode::kUnsupported,
+       [](model::Job& j) {  // interleaved schedules
+         j.model.pipeline_model_parallel_size = 2;
+         j.model.virtual_pipeline_model_parallel_size = 2;
+         j.memtune.world_size = 4;
+         j.memtune.fsdp2.reshard_after_forward = false;
        }},
       {"model.multi_latent_attention", ErrorCode::kUnsupported,
        [](model::Job& j) { j.model.multi_latent_attention = true; }},

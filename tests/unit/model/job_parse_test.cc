@@ -193,7 +193,8 @@ TEST(JobParseTest, UnknownMemtuneFieldIsAnError) {
             "optimizer_implementation, recipe, torchtitan");
   EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {fsdp2: {shard: 2}}\n")),
             "memtune.fsdp2.shard is not a memtune.fsdp2 field; allowed: shard_degree, "
-            "reshard_after_forward, param_dtype, reduce_dtype, activation_checkpoint, float8, "
+            "reshard_after_forward, pipeline_schedule, param_dtype, reduce_dtype, "
+            "activation_checkpoint, float8, "
             "compile, compile_loss");
 }
 

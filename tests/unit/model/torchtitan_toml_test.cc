@@ -70,6 +70,45 @@ TEST(TorchtitanTomlTest, MapsTheMemoryFieldsOfAConfig) {
   EXPECT_EQ(doc->job.memtune.fsdp2.activation_checkpoint, Fsdp2Checkpoint::kFull);
 }
 
+// Pipeline parallelism: the local batch becomes micro-batches of
+// pipeline_parallel_microbatch_size, the global batch local x data-parallel degree, and
+// reshard_after_forward "default" turns off (torchtitan's policy under PP).
+TEST(TorchtitanTomlTest, PipelineParallelJobsCountTheirMicroBatches) {
+  const std::string config =
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 8\n"
+      "seq_len = 4096\n[parallelism]\ndata_parallel_shard_degree = 4\n"
+      "pipeline_parallel_degree = 2\npipeline_parallel_schedule = \"GPipe\"\n";
+  auto t = TorchtitanTomlToJob(config, "pp.toml");
+  ASSERT_TRUE(t) << t.error().Describe();
+  const YAML::Node y = YAML::Load(t->yaml);
+  EXPECT_EQ(y["train"]["micro_batch_size"].as<int>(), 1);
+  EXPECT_EQ(y["train"]["global_batch_size"].as<int>(), 32);
+  EXPECT_EQ(y["memtune"]["fsdp2"]["pipeline_schedule"].as<std::string>(), "GPipe");
+  JobInputs in;
+  in.document = config;
+  in.overrides = {{"memtune.world_size", "8", "--gpus"}};
+  ParseOptions options;
+  options.source_name = "pp.toml";
+  auto doc = ComposeJob(in, options);
+  ASSERT_TRUE(doc) << doc.error().Describe();
+  EXPECT_FALSE(doc->job.memtune.fsdp2.reshard_after_forward);
+  EXPECT_EQ(doc->job.memtune.fsdp2.pipeline_schedule, Fsdp2PipelineSchedule::kGPipe);
+  EXPECT_EQ(doc->job.model.pipeline_model_parallel_size, 2);
+
+  auto interleaved = TorchtitanTomlToJob(
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
+      "pipeline_parallel_degree = 2\npipeline_parallel_schedule = \"Interleaved1F1B\"\n",
+      "i.toml");
+  ASSERT_FALSE(interleaved);
+  EXPECT_EQ(interleaved.error().field, "parallelism.pipeline_parallel_schedule");
+  auto derived = TorchtitanTomlToJob(
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
+      "pipeline_parallel_degree = 2\n",
+      "d.toml");
+  ASSERT_FALSE(derived);
+  EXPECT_EQ(derived.error().field, "parallelism.data_parallel_shard_degree");
+}
+
 TEST(TorchtitanTomlTest, SelectiveCheckpointingByOpOrLayer) {
   auto with = [](const char* option) {
     const std::string text = std::string("[model]\nname = \"llama3\"\nflavor = \"8B\"\n") +

@@ -1,0 +1,364 @@
+// One pipeline stage of a torchtitan FSDP2 job (docs/estimator.md "FSDP2 with pipeline
+// parallelism"): the stage's schedule walked a block at a time, in bytes, over the moments
+// where the stage's allocation peaks. Sources: torchtitan v0.2.2 (73a0e6979dd) train.py
+// forward_backward_step, distributed/pipeline_parallel.py, models/llama3/infra/
+// parallelize.py apply_fsdp (no reshard after forward under PP); torch.distributed.pipelining
+// stage.py (fwd_cache keeps each micro-batch's input and output until its backward;
+// backward_maybe_with_nosync: no gradient sync and no reshard after backward for every
+// micro-batch; perform_reduce_grad once at the end) and schedules.py (Schedule1F1B,
+// ScheduleGPipe); FSDP2 _fsdp_param.py to_accumulated_grad_if_needed /
+// accumulate_unsharded_grad_if_needed.
+#include "fsdp2_pipeline.h"
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "tensors/fsdp2_backward.h"
+
+namespace memtune::estimate::internal {
+
+using namespace ::memtune::tensors;  // NOLINT(google-build-using-namespace): the tensor model
+
+namespace {
+
+using Parts = std::vector<Component>;
+
+void Add(Parts& parts, const char* name, std::int64_t bytes, ComponentKind kind, const char* why,
+         bool explain) {
+  if (bytes <= 0) return;
+  parts.push_back(Component{name, bytes, kind, false, explain ? why : ""});
+}
+
+std::int64_t Total(const Parts& parts) {
+  std::int64_t total = 0;
+  for (const auto& c : parts) total += c.bytes;
+  return total;
+}
+
+std::int64_t Elements(const std::vector<Fsdp2Param>& params) {
+  std::int64_t total = 0;
+  for (const auto& p : params) total += p.Elements();
+  return total;
+}
+
+std::int64_t PaddedElements(const std::vector<Fsdp2Param>& params, int shard) {
+  std::int64_t total = 0;
+  for (const auto& p : params) total += p.ShardElements(shard) * shard;
+  return total;
+}
+
+// The stage's walk: what one micro-batch caches, the accumulators, and the best moment.
+class StageWalk {
+ public:
+  StageWalk(const Fsdp2Facts& f, bool explain) : f_(f), explain_(explain) {
+    walks_[0] = WalkBlockBackward(f, false);
+    walks_[1] = WalkBlockBackward(f, true);
+    for (int l = 0; l < f.layers; ++l) {
+      kept_.push_back(KeptOf(l));
+      kept_sum_ += kept_.back();
+    }
+    block_acc_ = f.accumulate_bytes * Elements(f.block_params);
+    root_acc_ = f.accumulate_bytes * Elements(f.root_params);
+  }
+
+  // Walks the schedule's backwards, the reduce at the end and the optimizer step.
+  void Run() {
+    int cached = 0;
+    bool any_backward = false;
+    for (const auto& [forward, mb] : f_.ScheduleOrder()) {
+      (void)mb;
+      if (forward) {
+        ++cached;
+        continue;
+      }
+      Backward(cached - 1, any_backward);
+      --cached;
+      any_backward = true;
+    }
+    Reduce();
+    Optimizer();
+  }
+
+  const Parts& best() const { return best_; }
+  const char* best_phase() const { return best_phase_; }
+  std::int64_t backward_peak() const { return backward_peak_; }
+  std::int64_t step_peak() const { return step_peak_; }
+
+ private:
+  // What block `l` keeps for backward; on a stage fed by the previous one, block 0's
+  // checkpoint input is the received tensor, which the stage caches (counted as I/O).
+  std::int64_t KeptOf(int l) const {
+    std::int64_t kept = f_.BlockKeptBytes(l);
+    if (l == 0 && !f_.has_embedding && f_.Checkpointed(0)) kept -= f_.block_input_bytes;
+    return kept;
+  }
+  // The stage's cached input / output and, on the last stage, what the loss keeps.
+  std::int64_t IoBytes() const {
+    std::int64_t io = 0;
+    if (!f_.has_embedding) io += f_.BoundaryBytes();
+    if (!f_.has_head) io += f_.BoundaryBytes();
+    return io;
+  }
+  std::int64_t HeadCached() const {
+    if (!f_.has_head) return 0;
+    const std::int64_t outside = f_.OutsideBytes() - 16 * f_.tokens;  // tokens: the batch's
+    const std::int64_t loss = f_.compile_loss ? f_.loss_row_stats_bytes : f_.logits_fp32_bytes;
+    return outside + f_.logits_bytes + loss;
+  }
+  std::int64_t MicrobatchBytes() const { return kept_sum_ + IoBytes() + HeadCached(); }
+
+  // Everything live from the first forward to the reduce: model state, the step's token
+  // ids and labels, and the stage's parameters all-gathered.
+  Parts Base() const {
+    Parts parts;
+    const std::int64_t shard = f_.BlockShardElements() * f_.layers + f_.RootShardElements();
+    Add(parts, "params", 4 * shard, ComponentKind::kParameters,
+        "fp32 parameter shards of this stage (FSDP2 DTensor)", explain_);
+    Add(parts, "opt.exp_avg", 4 * shard, ComponentKind::kOptimizer,
+        "AdamW first moment (fp32, sharded)", explain_);
+    Add(parts, "opt.exp_avg_sq", 4 * shard, ComponentKind::kOptimizer,
+        "AdamW second moment (fp32, sharded)", explain_);
+    Add(parts, "buffers", f_.rope_buffer_bytes, ComponentKind::kParameters,
+        "the RoPE table, replicated", explain_);
+    Add(parts, "ws.torch_cublas", f_.torch_workspace_bytes, ComponentKind::kParameters,
+        "PyTorch cuBLAS workspaces of the forward and autograd threads' GEMMs", explain_);
+    Add(parts, "act.tokens", 16 * f_.tokens * f_.microbatches, ComponentKind::kActivations,
+        "the step's token ids and labels, every micro-batch (pp_schedule.step splits them)",
+        explain_);
+    return parts;
+  }
+  void AddGathered(Parts& parts, std::int64_t blocks, bool root) const {
+    const std::int64_t elements =
+        Elements(f_.block_params) * blocks + (root ? Elements(f_.root_params) : 0);
+    Add(parts, "fsdp.stage_unsharded", f_.param_bytes * elements, ComponentKind::kTransient,
+        "the stage's parameters all-gathered for the whole step (no reshard after forward "
+        "under PP)",
+        explain_);
+  }
+  void AddAccumulated(Parts& parts, std::int64_t bytes) const {
+    Add(parts, "grads.accumulated", bytes, ComponentKind::kGradients,
+        "unsharded gradient accumulators (reduce_dtype) of the groups through backward: no "
+        "gradient sync until the last micro-batch",
+        explain_);
+  }
+  void AddOthers(Parts& parts, int others) const {
+    Add(parts, "act.in_flight", others * MicrobatchBytes(), ComponentKind::kActivations,
+        "what the stage caches for the other micro-batches in flight (saved tensors, received "
+        "input, stage output or logits)",
+        explain_);
+  }
+  void Consider(Parts parts, const char* phase) {
+    const std::int64_t total = Total(parts);
+    if (std::string_view(phase) != "optimizer step")
+      backward_peak_ = std::max(backward_peak_, total);
+    if (total > best_total_) {
+      best_total_ = total;
+      best_ = std::move(parts);
+      best_phase_ = phase;
+    }
+  }
+  // Accumulators before block `l`'s backward (the blocks above; the head on the last
+  // stage) in the step's first backward, all of them after it.
+  std::int64_t AccBefore(int l, bool any_backward) const {
+    if (any_backward) return block_acc_ * f_.layers + root_acc_;
+    return block_acc_ * (f_.layers - 1 - l) + (f_.has_head ? root_acc_ : 0);
+  }
+
+  void Backward(int others, bool any_backward) {
+    const std::int64_t io = IoBytes();
+    const bool last = f_.has_head;
+    // The logits the stage caches as its output, through the whole backward.
+    const std::int64_t logits = last ? f_.logits_bytes : 0;
+    if (last) {  // the cross-entropy backward
+      Parts p = Base();
+      AddGathered(p, f_.layers, true);
+      AddAccumulated(p, any_backward ? block_acc_ * f_.layers + root_acc_ : 0);
+      AddOthers(p, others);
+      Add(p, "act.blocks", kept_sum_, ComponentKind::kActivations,
+          "this micro-batch's saved tensors of every block", explain_);
+      Add(p, "act.stage_io", io, ComponentKind::kActivations,
+          "this micro-batch's received input, cached until its backward", explain_);
+      Add(p, "act.outside", f_.OutsideBytes() - 16 * f_.tokens, ComponentKind::kActivations,
+          "final-norm saved tensors, output-layer input", explain_);
+      Add(p, "act.logits", f_.LossBackwardPeakBytes() + (f_.compile_loss ? 0 : f_.logits_bytes),
+          ComponentKind::kLogits,
+          "cross-entropy backward's tensors and the bf16 logits the stage caches as its output",
+          explain_);
+      Consider(std::move(p), "loss backward");
+      if (!any_backward && f_.accumulate_bytes != f_.param_bytes) {  // the head's accumulator
+        const std::int64_t head = f_.param_bytes * f_.HeadElements();
+        Parts q = Base();
+        AddGathered(q, f_.layers, true);
+        AddOthers(q, others);
+        Add(q, "act.blocks", kept_sum_, ComponentKind::kActivations,
+            "this micro-batch's saved tensors of every block", explain_);
+        Add(q, "act.stage_io", io, ComponentKind::kActivations,
+            "this micro-batch's received input, cached until its backward", explain_);
+        Add(q, "act.logits", logits, ComponentKind::kLogits,
+            "the bf16 logits the stage caches as its output", explain_);
+        Add(q, "tmp.backward", f_.BoundaryBytes() + head, ComponentKind::kTransient,
+            "the final norm's input gradient and the output / norm weight gradients", explain_);
+        AddAccumulated(q, root_acc_);
+        Consider(std::move(q), "backward");
+      }
+    }
+    std::int64_t kept_below = kept_sum_;
+    for (int l = f_.layers - 1; l >= 0; --l) {
+      kept_below -= kept_[l];
+      const Fsdp2BackwardPeak& walk = walks_[f_.Checkpointed(l) ? 1 : 0];
+      // Block 0's checkpoint input on a fed stage is the cached input, counted in `io`.
+      const std::int64_t double_counted =
+          l == 0 && !f_.has_embedding && f_.Checkpointed(0) ? f_.block_input_bytes : 0;
+      Parts p = Base();
+      AddGathered(p, f_.layers, true);
+      AddAccumulated(p, AccBefore(l, any_backward));
+      AddOthers(p, others);
+      Add(p, "act.blocks", kept_below, ComponentKind::kActivations,
+          "this micro-batch's saved tensors of the blocks below", explain_);
+      Add(p, "act.stage_io", io, ComponentKind::kActivations,
+          "this micro-batch's received input and stage output, cached until its backward",
+          explain_);
+      Add(p, "act.logits", logits, ComponentKind::kLogits,
+          "the bf16 logits the stage caches as its output", explain_);
+      Add(p, "act.block_backward", walk.saved_bytes - double_counted, ComponentKind::kActivations,
+          "the block's saved (or re-created) tensors still live at its backward's peak", explain_);
+      Add(p, "tmp.backward", walk.temp_bytes, ComponentKind::kTransient,
+          "the block's incoming and working gradients and its unsharded weight gradients",
+          explain_);
+      Consider(std::move(p), "backward");
+      if (any_backward || f_.accumulate_bytes == f_.param_bytes) continue;
+      // to_accumulated_grad_if_needed, parameter by parameter: at the last one every
+      // accumulator of the block exists and the last bf16 gradient is still live.
+      const std::vector<std::int64_t>& grads = walk.weight_grad_bytes;
+      if (grads.empty()) continue;
+      // Converting gradient i: accumulators 0..i and bf16 gradients i..last live.
+      std::int64_t acc = 0, converted = 0, worst = 0, worst_acc = 0;
+      std::int64_t bf16_left = 0;
+      for (std::int64_t g : grads) bf16_left += g;
+      for (std::int64_t g : grads) {
+        converted += g / f_.param_bytes * f_.accumulate_bytes;
+        if (converted + bf16_left > worst) worst = converted + bf16_left, worst_acc = converted;
+        bf16_left -= g;
+      }
+      acc = worst_acc;
+      Parts q = Base();
+      AddGathered(q, f_.layers, true);
+      AddAccumulated(q, AccBefore(l, false) + acc);
+      AddOthers(q, others);
+      Add(q, "act.blocks", kept_below, ComponentKind::kActivations,
+          "this micro-batch's saved tensors of the blocks below", explain_);
+      Add(q, "act.stage_io", io, ComponentKind::kActivations,
+          "this micro-batch's received input and stage output", explain_);
+      Add(q, "act.logits", logits, ComponentKind::kLogits,
+          "the bf16 logits the stage caches as its output", explain_);
+      Add(q, "tmp.backward", walk.input_grad_bytes + worst - worst_acc, ComponentKind::kTransient,
+          "the block's input gradient and its bf16 weight gradients not yet converted", explain_);
+      Consider(std::move(q), "backward");
+    }
+    if (f_.has_embedding) {  // embedding_dense_backward, then its accumulator
+      const std::int64_t emb = f_.param_bytes * f_.root_params.front().Elements();
+      Parts p = Base();
+      AddGathered(p, f_.layers, true);
+      AddAccumulated(p, block_acc_ * f_.layers + (any_backward ? root_acc_ : 0));
+      AddOthers(p, others);
+      Add(p, "act.stage_io", io, ComponentKind::kActivations,
+          "this micro-batch's stage output, cached until its backward", explain_);
+      const bool converts = !any_backward && f_.accumulate_bytes != f_.param_bytes;
+      const std::int64_t block0_dx = f_.BoundaryBytes();  // block 0's (or the received) dx
+      const std::int64_t acc_emb = f_.accumulate_bytes * f_.root_params.front().Elements();
+      Add(p, "tmp.backward", emb + std::max(block0_dx, converts ? acc_emb : 0),
+          ComponentKind::kTransient,
+          converts ? "the embedding's dense bf16 gradient and its accumulator"
+                   : "the embedding's dense gradient and block 0's input gradient",
+          explain_);
+      Consider(std::move(p), "backward");
+    }
+  }
+
+  // perform_reduce_grad: each group's reduce-scatter input (reduce_dtype, padded) while
+  // every later group still holds its accumulator and parameters, the previous input held.
+  void Reduce() {
+    struct Group {
+      std::int64_t acc, gathered, padded, shard;
+    };
+    std::vector<Group> groups;
+    auto add = [&](const std::vector<Fsdp2Param>& params) {
+      std::int64_t shard = 0;
+      for (const auto& p : params) shard += p.ShardElements(f_.shard);
+      groups.push_back({f_.accumulate_bytes * Elements(params), f_.param_bytes * Elements(params),
+                        PaddedElements(params, f_.shard), shard});
+    };
+    if (f_.has_embedding) add(f_.root_params);
+    for (int l = 0; l < f_.layers; ++l) add(f_.block_params);
+    if (f_.has_head) add(f_.root_params);
+    std::int64_t acc = 0, gathered = 0, done = 0, held = 0;
+    for (const auto& g : groups) acc += g.acc, gathered += g.gathered;
+    for (const auto& g : groups) {
+      const std::int64_t input = f_.reduce_bytes * g.padded;
+      // At the input's allocation; with a reduce_dtype other than fp32 the output's cast
+      // to the fp32 parameter dtype comes next (the input still live, the accumulator gone).
+      const std::int64_t cast = f_.reduce_bytes != 4 ? f_.reduce_bytes * g.shard + 4 * g.shard : 0;
+      const std::int64_t at_input = input + held + acc;
+      const std::int64_t at_output =
+          input + held + acc - g.acc + (cast > 0 ? cast : f_.reduce_bytes * g.shard);
+      Parts p = Base();
+      Add(p, "fsdp.stage_unsharded", gathered, ComponentKind::kTransient,
+          "the groups not yet resharded", explain_);
+      Add(p, "grads", 4 * done, ComponentKind::kGradients,
+          "fp32 gradient shards of the groups already reduced", explain_);
+      Add(p, "fsdp.reduce_scatter", std::max(at_input, at_output), ComponentKind::kTransient,
+          "accumulators still to reduce, this group's reduce-scatter input and the previous "
+          "one's (held until this one)",
+          explain_);
+      Consider(std::move(p), "backward");
+      acc -= g.acc;
+      gathered -= g.gathered;
+      done += g.shard;
+      held = input;
+    }
+  }
+
+  void Optimizer() {
+    const std::int64_t shard = 4 * (f_.BlockShardElements() * f_.layers + f_.RootShardElements());
+    Parts p = Base();
+    Add(p, "grads", shard, ComponentKind::kGradients, "fp32 gradient shards", explain_);
+    Add(p, "tmp.step", shard, ComponentKind::kTransient,
+        "foreach AdamW: _foreach_sqrt(exp_avg_sq), one fp32 tensor per parameter shard", explain_);
+    step_peak_ = Total(p);
+    Consider(std::move(p), "optimizer step");
+  }
+
+  const Fsdp2Facts& f_;
+  bool explain_;
+  Fsdp2BackwardPeak walks_[2];
+  std::vector<std::int64_t> kept_;
+  std::int64_t kept_sum_ = 0, block_acc_ = 0, root_acc_ = 0;
+  Parts best_;
+  const char* best_phase_ = "backward";
+  std::int64_t best_total_ = -1, backward_peak_ = 0, step_peak_ = 0;
+};
+
+}  // namespace
+
+RankEstimate EstimateFsdp2Stage(const Fsdp2Facts& f, bool explain) {
+  StageWalk walk(f, explain);
+  walk.Run();
+  RankEstimate rank;
+  rank.pp_rank = f.stage;
+  rank.components = walk.best();
+  rank.peak_phase = walk.best_phase();
+  rank.backward_peak_bytes = walk.backward_peak();
+  rank.step_peak_bytes = walk.step_peak();
+  rank.layers = f.layers;
+  int in_flight = 0, most = 0;
+  for (const auto& [forward, mb] : f.ScheduleOrder()) {
+    (void)mb;
+    in_flight += forward ? 1 : -1;
+    most = std::max(most, in_flight);
+  }
+  rank.in_flight_microbatches = most;
+  return rank;
+}
+
+}  // namespace memtune::estimate::internal
