@@ -105,6 +105,12 @@ const std::vector<std::pair<const char*, Getter>>& ChangeFields() {
        [](const model::Job& j) { return OrNull(j.model.num_layers_in_last_pipeline_stage); }},
       {"model.sequence_parallel",
        [](const model::Job& j) { return nlohmann::json(j.model.sequence_parallel); }},
+      {"memtune.fsdp2.reshard_after_forward",
+       [](const model::Job& j) {
+         return j.memtune.framework == model::Framework::kFsdp2
+                    ? nlohmann::json(j.memtune.fsdp2.reshard_after_forward)
+                    : nlohmann::json();
+       }},
       {"model.tp_comm_overlap",
        [](const model::Job& j) { return nlohmann::json(j.model.tp_comm_overlap); }},
       {"model.recompute_granularity",
@@ -357,6 +363,12 @@ model::Job ApplyLevers(const model::Job& job, const Levers& l, int gpus,
   model::Job j = job;
   model::ModelConfig& m = j.model;
   const int old_tp = m.tensor_model_parallel_size;
+  // torchtitan's reshard_after_forward policy "default" is `not pp_enabled`: a plan that
+  // turns pipeline parallelism on or off for an FSDP2 job takes the default with it.
+  if (j.memtune.framework == model::Framework::kFsdp2 &&
+      (l.pp > 1) != (m.pipeline_model_parallel_size > 1)) {
+    j.memtune.fsdp2.reshard_after_forward = l.pp == 1;
+  }
   const bool layout_changed = l.pp != m.pipeline_model_parallel_size ||
                               l.vpp != m.virtual_pipeline_model_parallel_size.value_or(0);
   j.memtune.world_size = gpus;

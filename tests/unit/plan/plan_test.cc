@@ -96,3 +96,37 @@ TEST(PlanTest, TooFewGpusNamesTheSmallestCountThatFits) {
 
 }  // namespace
 }  // namespace memtune::plan
+
+namespace memtune::plan {
+namespace {
+
+// torchtitan's reshard_after_forward "default" is `not pp_enabled`: a candidate that turns
+// an FSDP2 job's pipeline off says it turns resharding on, and no candidate keeps PP with
+// resharding on (the "always" policy, not modelled).
+TEST(PlanTest, Fsdp2CandidatesFollowTorchtitansReshardPolicy) {
+  auto doc = model::ParseJobText(
+      "model: {preset: llama3-8b, seq_length: 4096, pipeline_model_parallel_size: 2}\n"
+      "train: {micro_batch_size: 1, global_batch_size: 32}\n"
+      "dataset: {seq_length: 4096}\n"
+      "memtune: {framework: fsdp2, world_size: 8, gpu: h100,\n"
+      "          fsdp2: {activation_checkpoint: full}}\n");
+  ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
+  EXPECT_FALSE(doc->job.memtune.fsdp2.reshard_after_forward);
+  auto plan = PlanJob(doc->job);
+  ASSERT_TRUE(plan.has_value()) << plan.error().Describe();
+  int without_pp = 0;
+  for (const Candidate& c : plan->candidates) {
+    bool pp_off = false, reshard_on = false;
+    for (const auto& change : c.changes) {
+      pp_off |= change.field == "model.pipeline_model_parallel_size" && change.value_json == "1";
+      reshard_on |=
+          change.field == "memtune.fsdp2.reshard_after_forward" && change.value_json == "true";
+    }
+    EXPECT_EQ(pp_off, reshard_on) << c.reason;
+    without_pp += pp_off;
+  }
+  EXPECT_GT(without_pp, 0);
+}
+
+}  // namespace
+}  // namespace memtune::plan
