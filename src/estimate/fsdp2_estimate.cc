@@ -275,24 +275,30 @@ void SumKinds(RankEstimate& rank) {
 Result<Estimate> EstimatePipelinedFsdp2(const model::Job& job, bool explain) {
   Estimate e;
   e.mode = Mode::kAccurate;
-  const int stages = job.model.pipeline_model_parallel_size;
-  std::string schedule;
-  for (int s = 0; s < stages; ++s) {
-    MEMTUNE_TRY(const Fsdp2Facts f, MakeFsdp2Facts(job, s));
-    RankEstimate rank = EstimateFsdp2Stage(f, explain);
+  const int pp = job.model.pipeline_model_parallel_size;
+  MEMTUNE_TRY(const Fsdp2Facts first, MakeFsdp2Facts(job, 0));
+  const int per_rank = first.virtual_stages;
+  const std::string schedule(model::NameOf(first.schedule));
+  for (int r = 0; r < pp; ++r) {
+    std::vector<Fsdp2Facts> local;  // loop placement: stages r, r + pp, ...
+    for (int v = 0; v < per_rank; ++v) {
+      MEMTUNE_TRY(Fsdp2Facts f, MakeFsdp2Facts(job, r + v * pp));
+      local.push_back(std::move(f));
+    }
+    RankEstimate rank = EstimateFsdp2Rank(local, explain);
     SumKinds(rank);
     if (rank.allocated_bytes > e.peak_allocated_bytes) {
       e.peak_allocated_bytes = rank.allocated_bytes;
-      e.peak_pp_rank = s;
+      e.peak_pp_rank = r;
     }
     e.ranks.push_back(std::move(rank));
-    schedule = model::NameOf(f.schedule);
   }
   if (explain) {
     e.assumptions = {
         "torchtitan Llama under FSDP2 with pipeline parallelism (torchtitan v0.2.2): " + schedule +
-            " schedule, one stage per rank, stages split as generate_llm_fqn_per_model_part "
-            "(embedding and output count as a layer each)",
+            " schedule, " + std::to_string(per_rank) +
+            " stage(s) per rank placed in a loop, stages split as "
+            "generate_llm_fqn_per_model_part (embedding and output count as a layer each)",
         "no reshard after forward or backward under PP; unsharded gradients accumulate "
         "(reduce_dtype) until the reduce after the last micro-batch",
         "foreach AdamW (torchtitan default), gradients set to None at the start of each step",

@@ -48,10 +48,19 @@ std::int64_t PaddedElements(const std::vector<Fsdp2Param>& params, int shard) {
   return total;
 }
 
-// The stage's walk: what one micro-batch caches, the accumulators, and the best moment.
+// The rank's highest moment so far, over all its local stages.
+struct RankBest {
+  Parts parts;
+  const char* phase = "backward";
+  std::int64_t total = -1, backward_peak = 0, step_peak = 0;
+};
+
+// One local stage's moments: what one micro-batch caches, the accumulators, and each
+// moment's parts on top of `external` (the rest of the rank at that moment).
 class StageWalk {
  public:
-  StageWalk(const Fsdp2Facts& f, bool explain) : f_(f), explain_(explain) {
+  StageWalk(const Fsdp2Facts& f, bool explain, RankBest& best)
+      : f_(f), explain_(explain), best_(best) {
     walks_[0] = WalkBlockBackward(f, false);
     walks_[1] = WalkBlockBackward(f, true);
     for (int l = 0; l < f.layers; ++l) {
@@ -62,28 +71,30 @@ class StageWalk {
     root_acc_ = f.accumulate_bytes * Elements(f.root_params);
   }
 
-  // Walks the schedule's backwards, the reduce at the end and the optimizer step.
-  void Run() {
-    int cached = 0;
-    bool any_backward = false;
-    for (const auto& [forward, mb] : f_.ScheduleOrder()) {
-      (void)mb;
-      if (forward) {
-        ++cached;
-        continue;
-      }
-      Backward(cached - 1, any_backward);
-      --cached;
-      any_backward = true;
-    }
-    Reduce();
-    Optimizer();
+  void SetExternal(Parts external) { external_ = std::move(external); }
+  const Fsdp2Facts& facts() const { return f_; }
+  std::int64_t MicrobatchBytes() const { return kept_sum_ + IoBytes() + HeadCached(); }
+  std::int64_t StateParams() const {
+    return 4 * (f_.BlockShardElements() * f_.layers + f_.RootShardElements()) +
+           f_.rope_buffer_bytes;
   }
-
-  const Parts& best() const { return best_; }
-  const char* best_phase() const { return best_phase_; }
-  std::int64_t backward_peak() const { return backward_peak_; }
-  std::int64_t step_peak() const { return step_peak_; }
+  std::int64_t StateOptimizer() const {
+    return 8 * (f_.BlockShardElements() * f_.layers + f_.RootShardElements());
+  }
+  std::int64_t GatheredBytes() const {
+    return f_.param_bytes * (Elements(f_.block_params) * f_.layers + Elements(f_.root_params));
+  }
+  std::int64_t AccumulatedBytes() const { return block_acc_ * f_.layers + root_acc_; }
+  std::int64_t ShardGradBytes() const {
+    return 4 * (f_.BlockShardElements() * f_.layers + f_.RootShardElements());
+  }
+  // Every moment of a backward of this stage, `others` of its micro-batches cached
+  // besides the one running; `any_backward`: an earlier backward made the accumulators.
+  void Backward(int others, bool any_backward);
+  // perform_reduce_grad after the stage's last backward.
+  void Reduce();
+  // The stage's optimizer step: its gradient shards and its _foreach_sqrt temporaries.
+  void Optimizer();
 
  private:
   // What block `l` keeps for backward; on a stage fed by the previous one, block 0's
@@ -106,10 +117,7 @@ class StageWalk {
     const std::int64_t loss = f_.compile_loss ? f_.loss_row_stats_bytes : f_.logits_fp32_bytes;
     return outside + f_.logits_bytes + loss;
   }
-  std::int64_t MicrobatchBytes() const { return kept_sum_ + IoBytes() + HeadCached(); }
-
-  // Everything live from the first forward to the reduce: model state, the step's token
-  // ids and labels, and the stage's parameters all-gathered.
+  // The stage's model state (the rank's batch, workspaces and other stages are external).
   Parts Base() const {
     Parts parts;
     const std::int64_t shard = f_.BlockShardElements() * f_.layers + f_.RootShardElements();
@@ -121,11 +129,6 @@ class StageWalk {
         "AdamW second moment (fp32, sharded)", explain_);
     Add(parts, "buffers", f_.rope_buffer_bytes, ComponentKind::kParameters,
         "the RoPE table, replicated", explain_);
-    Add(parts, "ws.torch_cublas", f_.torch_workspace_bytes, ComponentKind::kParameters,
-        "PyTorch cuBLAS workspaces of the forward and autograd threads' GEMMs", explain_);
-    Add(parts, "act.tokens", 16 * f_.tokens * f_.microbatches, ComponentKind::kActivations,
-        "the step's token ids and labels, every micro-batch (pp_schedule.step splits them)",
-        explain_);
     return parts;
   }
   void AddGathered(Parts& parts, std::int64_t blocks, bool root) const {
@@ -149,13 +152,17 @@ class StageWalk {
         explain_);
   }
   void Consider(Parts parts, const char* phase) {
+    parts.insert(parts.end(), external_.begin(), external_.end());
     const std::int64_t total = Total(parts);
-    if (std::string_view(phase) != "optimizer step")
-      backward_peak_ = std::max(backward_peak_, total);
-    if (total > best_total_) {
-      best_total_ = total;
-      best_ = std::move(parts);
-      best_phase_ = phase;
+    if (std::string_view(phase) == "optimizer step") {
+      best_.step_peak = std::max(best_.step_peak, total);
+    } else {
+      best_.backward_peak = std::max(best_.backward_peak, total);
+    }
+    if (total > best_.total) {
+      best_.total = total;
+      best_.parts = std::move(parts);
+      best_.phase = phase;
     }
   }
   // Accumulators before block `l`'s backward (the blocks above; the head on the last
@@ -165,7 +172,7 @@ class StageWalk {
     return block_acc_ * (f_.layers - 1 - l) + (f_.has_head ? root_acc_ : 0);
   }
 
-  void Backward(int others, bool any_backward) {
+  void BackwardMoments(int others, bool any_backward) {
     const std::int64_t io = IoBytes();
     const bool last = f_.has_head;
     // The logits the stage caches as its output, through the whole backward.
@@ -278,7 +285,7 @@ class StageWalk {
 
   // perform_reduce_grad: each group's reduce-scatter input (reduce_dtype, padded) while
   // every later group still holds its accumulator and parameters, the previous input held.
-  void Reduce() {
+  void ReduceMoments() {
     struct Group {
       std::int64_t acc, gathered, padded, shard;
     };
@@ -319,13 +326,12 @@ class StageWalk {
     }
   }
 
-  void Optimizer() {
+  void OptimizerMoment() {
     const std::int64_t shard = 4 * (f_.BlockShardElements() * f_.layers + f_.RootShardElements());
     Parts p = Base();
     Add(p, "grads", shard, ComponentKind::kGradients, "fp32 gradient shards", explain_);
     Add(p, "tmp.step", shard, ComponentKind::kTransient,
         "foreach AdamW: _foreach_sqrt(exp_avg_sq), one fp32 tensor per parameter shard", explain_);
-    step_peak_ = Total(p);
     Consider(std::move(p), "optimizer step");
   }
 
@@ -334,29 +340,99 @@ class StageWalk {
   Fsdp2BackwardPeak walks_[2];
   std::vector<std::int64_t> kept_;
   std::int64_t kept_sum_ = 0, block_acc_ = 0, root_acc_ = 0;
-  Parts best_;
-  const char* best_phase_ = "backward";
-  std::int64_t best_total_ = -1, backward_peak_ = 0, step_peak_ = 0;
+  RankBest& best_;
+  Parts external_;
 };
+
+void StageWalk::Backward(int others, bool any_backward) { BackwardMoments(others, any_backward); }
+void StageWalk::Reduce() { ReduceMoments(); }
+void StageWalk::Optimizer() { OptimizerMoment(); }
+
+// What the rank holds besides the stage a moment is on: the batch and workspaces, and each
+// other local stage's state, gathered parameters, gradients and cached micro-batches.
+struct StageState {
+  int cached = 0, forwards = 0, backwards = 0;
+  bool reduced = false;
+};
+
+Parts External(const std::vector<StageWalk>& walks, const std::vector<StageState>& state,
+               std::size_t current, bool optimizer, bool explain) {
+  const Fsdp2Facts& f = walks.front().facts();
+  Parts parts;
+  Add(parts, "ws.torch_cublas", f.torch_workspace_bytes, ComponentKind::kParameters,
+      "PyTorch cuBLAS workspaces of the forward and autograd threads' GEMMs", explain);
+  Add(parts, "act.tokens", 16 * f.tokens * f.microbatches, ComponentKind::kActivations,
+      "the step's token ids and labels, every micro-batch (pp_schedule.step splits them)", explain);
+  std::int64_t params = 0, optimizer_state = 0, gathered = 0, grads = 0, act = 0;
+  for (std::size_t u = 0; u < walks.size(); ++u) {
+    if (u == current) continue;
+    const StageWalk& w = walks[u];
+    const StageState& s = state[u];
+    params += w.StateParams();
+    optimizer_state += w.StateOptimizer();
+    if (optimizer) {
+      grads += w.ShardGradBytes();
+      continue;
+    }
+    if (s.forwards > 0 && !s.reduced) gathered += w.GatheredBytes();
+    if (s.reduced) {
+      grads += w.ShardGradBytes();
+    } else if (s.backwards > 0) {
+      grads += w.AccumulatedBytes();
+    }
+    act += s.cached * w.MicrobatchBytes();
+  }
+  Add(parts, "other_stages.params", params, ComponentKind::kParameters,
+      "the rank's other stages: parameter shards and RoPE tables", explain);
+  Add(parts, "other_stages.optimizer", optimizer_state, ComponentKind::kOptimizer,
+      "the rank's other stages: AdamW moments", explain);
+  Add(parts, "other_stages.unsharded", gathered, ComponentKind::kTransient,
+      "the rank's other stages: parameters all-gathered until their reduce", explain);
+  Add(parts, "other_stages.grads", grads, ComponentKind::kGradients,
+      "the rank's other stages: gradient accumulators, or shards once reduced", explain);
+  Add(parts, "other_stages.act", act, ComponentKind::kActivations,
+      "the rank's other stages: their cached micro-batches", explain);
+  return parts;
+}
 
 }  // namespace
 
-RankEstimate EstimateFsdp2Stage(const Fsdp2Facts& f, bool explain) {
-  StageWalk walk(f, explain);
-  walk.Run();
-  RankEstimate rank;
-  rank.pp_rank = f.stage;
-  rank.components = walk.best();
-  rank.peak_phase = walk.best_phase();
-  rank.backward_peak_bytes = walk.backward_peak();
-  rank.step_peak_bytes = walk.step_peak();
-  rank.layers = f.layers;
+RankEstimate EstimateFsdp2Rank(const std::vector<Fsdp2Facts>& stages, bool explain) {
+  RankBest best;
+  std::vector<StageWalk> walks;
+  walks.reserve(stages.size());
+  for (const Fsdp2Facts& f : stages) walks.emplace_back(f, explain, best);
+  std::vector<StageState> state(stages.size());
+  const std::int64_t n = stages.front().microbatches;
   int in_flight = 0, most = 0;
-  for (const auto& [forward, mb] : f.ScheduleOrder()) {
-    (void)mb;
-    in_flight += forward ? 1 : -1;
-    most = std::max(most, in_flight);
+  for (const Fsdp2Facts::Op& op : stages.front().RankOrder()) {
+    StageState& s = state[op.local_stage];
+    StageWalk& w = walks[op.local_stage];
+    if (op.forward) {
+      ++s.cached, ++s.forwards;
+      most = std::max(most, ++in_flight);
+      continue;
+    }
+    w.SetExternal(External(walks, state, op.local_stage, false, explain));
+    w.Backward(s.cached - 1, s.backwards > 0);
+    --s.cached, --in_flight;
+    if (++s.backwards == n) {
+      w.SetExternal(External(walks, state, op.local_stage, false, explain));
+      w.Reduce();
+      s.reduced = true;
+    }
   }
+  for (std::size_t v = 0; v < walks.size(); ++v) {
+    walks[v].SetExternal(External(walks, state, v, true, explain));
+    walks[v].Optimizer();
+  }
+  RankEstimate rank;
+  rank.pp_rank = stages.front().Rank();
+  rank.components = std::move(best.parts);
+  rank.peak_phase = best.phase;
+  rank.backward_peak_bytes = best.backward_peak;
+  rank.step_peak_bytes = best.step_peak;
+  for (const Fsdp2Facts& f : stages) rank.layers += f.layers;
   rank.in_flight_microbatches = most;
   return rank;
 }

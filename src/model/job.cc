@@ -141,7 +141,9 @@ std::span<const EnumName<Fsdp2Checkpoint>> EnumNames(Fsdp2Checkpoint) {
 
 std::span<const EnumName<Fsdp2PipelineSchedule>> EnumNames(Fsdp2PipelineSchedule) {
   static constexpr EnumName<Fsdp2PipelineSchedule> kNames[] = {
-      {"1F1B", Fsdp2PipelineSchedule::k1F1B}, {"GPipe", Fsdp2PipelineSchedule::kGPipe}};
+      {"1F1B", Fsdp2PipelineSchedule::k1F1B},
+      {"GPipe", Fsdp2PipelineSchedule::kGPipe},
+      {"Interleaved1F1B", Fsdp2PipelineSchedule::kInterleaved1F1B}};
   return kNames;
 }
 

@@ -211,10 +211,15 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   std::string schedule;
   if (pp != "1") {
     schedule = get("parallelism.pipeline_parallel_schedule", "1F1B");
-    if (schedule != "1F1B" && schedule != "GPipe") {
+    if (schedule != "1F1B" && schedule != "GPipe" && schedule != "Interleaved1F1B") {
       return Unsupported("parallelism.pipeline_parallel_schedule",
                          "schedule '" + schedule + "' is not modelled",
-                         "allowed: 1F1B, GPipe (torchtitan's single-stage schedules)");
+                         "allowed: 1F1B, GPipe, Interleaved1F1B");
+    }
+    if (values.count("parallelism.pipeline_parallel_layers_per_stage")) {
+      return Unsupported("parallelism.pipeline_parallel_layers_per_stage",
+                         "stages sized by layers_per_stage are not translated",
+                         "set model.virtual_pipeline_model_parallel_size in a job document");
     }
     micro_batch = get("parallelism.pipeline_parallel_microbatch_size", "1");
     if (global_batch == "-1") {  // torchtitan: local_batch_size x the data-parallel degree
@@ -242,6 +247,8 @@ Result<TomlJob> TorchtitanTomlToJob(std::string_view text, const std::string& so
   y += "model:\n" + preset->second;
   y += "  tensor_model_parallel_size: " + get("parallelism.tensor_parallel_degree", "1") + "\n";
   y += "  pipeline_model_parallel_size: " + get("parallelism.pipeline_parallel_degree", "1") + "\n";
+  // torchtitan _get_pipeline_metadata: a multi-stage schedule gets 2 stages per rank.
+  if (schedule == "Interleaved1F1B") y += "  virtual_pipeline_model_parallel_size: 2\n";
   y += "  context_parallel_size: " + get("parallelism.context_parallel_degree", "1") + "\n";
   y += "  seq_length: " + seq + "\n";
   y += "train:\n  micro_batch_size: " + micro_batch + "\n";

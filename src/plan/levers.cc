@@ -105,6 +105,12 @@ const std::vector<std::pair<const char*, Getter>>& ChangeFields() {
        [](const model::Job& j) { return OrNull(j.model.num_layers_in_last_pipeline_stage); }},
       {"model.sequence_parallel",
        [](const model::Job& j) { return nlohmann::json(j.model.sequence_parallel); }},
+      {"memtune.fsdp2.pipeline_schedule",
+       [](const model::Job& j) {
+         return j.memtune.framework == model::Framework::kFsdp2
+                    ? nlohmann::json(std::string(model::NameOf(j.memtune.fsdp2.pipeline_schedule)))
+                    : nlohmann::json();
+       }},
       {"memtune.fsdp2.reshard_after_forward",
        [](const model::Job& j) {
          return j.memtune.framework == model::Framework::kFsdp2
@@ -368,6 +374,13 @@ model::Job ApplyLevers(const model::Job& job, const Levers& l, int gpus,
   if (j.memtune.framework == model::Framework::kFsdp2 &&
       (l.pp > 1) != (m.pipeline_model_parallel_size > 1)) {
     j.memtune.fsdp2.reshard_after_forward = l.pp == 1;
+  }
+  // Several stages per rank run torchtitan's Interleaved1F1B; one, its default 1F1B.
+  if (j.memtune.framework == model::Framework::kFsdp2) {
+    auto& schedule = j.memtune.fsdp2.pipeline_schedule;
+    const bool interleaved = schedule == model::Fsdp2PipelineSchedule::kInterleaved1F1B;
+    if (l.vpp > 1 && !interleaved) schedule = model::Fsdp2PipelineSchedule::kInterleaved1F1B;
+    if (l.vpp <= 1 && interleaved) schedule = model::Fsdp2PipelineSchedule::k1F1B;
   }
   const bool layout_changed = l.pp != m.pipeline_model_parallel_size ||
                               l.vpp != m.virtual_pipeline_model_parallel_size.value_or(0);

@@ -18,11 +18,24 @@ using est_f = tensors::Fsdp2Facts;
 using tensors::Fsdp2Ac;
 
 Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, EventSink& sink)
-    : f_(facts), iterations_(iterations), emit_(sink), label_(emit_.label()) {
+    : f_(facts),
+      iterations_(iterations),
+      own_emitter_(std::make_unique<Emitter>(sink)),
+      emit_(*own_emitter_),
+      label_(emit_.label()) {
   shards_.resize(f_.layers + 1);
   unsharded_.resize(f_.layers + 1);
   gathered_.assign(f_.layers + 1, false);
   block_saved_.resize(f_.layers);
+}
+
+Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, Emitter& shared)
+    : f_(facts), iterations_(iterations), emit_(shared), label_(emit_.label()) {
+  shards_.resize(f_.layers + 1);
+  unsharded_.resize(f_.layers + 1);
+  gathered_.assign(f_.layers + 1, false);
+  block_saved_.resize(f_.layers);
+  accumulated_.resize(f_.layers + 1);
 }
 
 alloc::HandleId Fsdp2Generator::Alloc(std::int64_t bytes, const char* tensor,
@@ -61,7 +74,7 @@ void Fsdp2Generator::Startup() {
   persistent_freqs_ = Alloc(f_.rope_buffer_bytes, buffer);
   Free(first);
   // (Created at the first forward and backward GEMMs; persistent, so allocated here.)
-  Alloc(f_.torch_workspace_bytes, "ws.torch_cublas");
+  if (f_.LocalStage() == 0) Alloc(f_.torch_workspace_bytes, "ws.torch_cublas");  // per process
 }
 
 // FSDPParamGroup.unshard + wait_for_unshard: the flat all-gather output (padded unsharded
@@ -281,10 +294,6 @@ void Fsdp2Generator::OptimizerStep(int iteration) {
 }
 
 TraceSummary Fsdp2Generator::Run() {
-  if (f_.Pipelined()) {
-    RunPipelined();
-    return TraceSummary{emit_.events(), emit_.LiveBytes()};
-  }
   Startup();
   for (int it = 0; it < iterations_ && !emit_.stopped(); ++it) {
     label_ = EventLabel{Phase::kZeroGrad, it, -1, -1, -1, ""};
@@ -312,31 +321,52 @@ namespace memtune::synth {
 // micro-batch's input ids and labels) is on the device of every stage; pp_schedule.step
 // splits it and runs the stage's schedule; PyTorch's pipelining then reduces the
 // accumulated gradients once (perform_reduce_grad); then the optimizer steps.
-void Fsdp2Generator::RunPipelined() {
-  Startup();
-  accumulated_.resize(f_.layers + 1);
-  for (int it = 0; it < iterations_ && !emit_.stopped(); ++it) {
-    label_ = EventLabel{Phase::kZeroGrad, it, -1, -1, -1, ""};
-    FreeAll(grads_);
+TraceSummary Fsdp2Generator::RunRank(const std::vector<const est_f*>& stages, int iterations,
+                                     EventSink& sink) {
+  Emitter emit(sink);
+  std::vector<std::unique_ptr<Fsdp2Generator>> gens;
+  for (const est_f* f : stages) {
+    gens.push_back(std::unique_ptr<Fsdp2Generator>(new Fsdp2Generator(*f, iterations, emit)));
+  }
+  for (auto& g : gens) g->Startup();
+  const std::vector<est_f::Op> order = stages.front()->RankOrder();
+  const std::int64_t n = stages.front()->microbatches;
+  for (int it = 0; it < iterations && !emit.stopped(); ++it) {
+    for (auto& g : gens) g->ZeroGradAndBatch(it);
+    std::vector<std::int64_t> backwards(gens.size(), 0);
+    for (const est_f::Op& op : order) {
+      if (emit.stopped()) break;
+      Fsdp2Generator& g = *gens[op.local_stage];
+      if (op.forward) {
+        g.StageForward(op.microbatch);
+        continue;
+      }
+      g.StageBackward(op.microbatch);
+      if (++backwards[op.local_stage] == n) {  // REDUCE_GRAD after the stage's last backward
+        g.label_ = EventLabel{Phase::kBackward, it, -1, -1, -1, ""};
+        g.ReduceAccumulated();
+      }
+    }
+    for (auto& g : gens) g->OptimizerStep(it);  // one optimizer per model part, in order
+  }
+  return TraceSummary{emit.events(), emit.LiveBytes()};
+}
+
+// The step's start on one local stage: zero_grad frees its gradient shards; the rank's
+// first stage puts the whole local batch (input ids and labels, every micro-batch) on the
+// device (torchtitan v0.2.2 train.py forward_backward_step; pp_schedule.step splits it).
+void Fsdp2Generator::ZeroGradAndBatch(int iteration) {
+  label_ = EventLabel{Phase::kZeroGrad, iteration, -1, -1, -1, ""};
+  FreeAll(grads_);
+  if (f_.LocalStage() == 0) {
     HandleId tokens = Alloc(8 * f_.tokens * f_.microbatches, "tokens");
     HandleId labels = Alloc(8 * f_.tokens * f_.microbatches, "labels");
     Free(tokens_);
     Free(labels_);
     tokens_ = tokens;
     labels_ = labels;
-    stage_mb_.assign(f_.microbatches, StageMicrobatch{});
-    for (const auto& [forward, mb] : f_.ScheduleOrder()) {
-      if (emit_.stopped()) break;
-      if (forward) {
-        StageForward(mb);
-      } else {
-        StageBackward(mb);
-      }
-    }
-    label_ = EventLabel{Phase::kBackward, it, -1, -1, -1, ""};
-    ReduceAccumulated();
-    OptimizerStep(it);
   }
+  stage_mb_.assign(f_.microbatches, StageMicrobatch{});
 }
 
 // Stage.forward_one_chunk: the received input (or the embedding of the token ids), the

@@ -3,6 +3,7 @@
 // buffers on their own streams (docs/synth.md "FSDP2").
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "memtune/synth/synthesize.h"
@@ -14,7 +15,13 @@ namespace memtune::synth {
 class Fsdp2Generator {
  public:
   Fsdp2Generator(const tensors::Fsdp2Facts& facts, int iterations, EventSink& sink);
+  // One trace without pipeline parallelism (`facts` not Pipelined()).
   TraceSummary Run();
+  // One pipeline rank's trace: its local stages (the facts of stages r, r + pp, ... in
+  // order), driven by the rank's schedule (Fsdp2Facts::RankOrder); each stage reduces its
+  // gradients right after its last backward, then every stage's optimizer steps.
+  static TraceSummary RunRank(const std::vector<const tensors::Fsdp2Facts*>& stages, int iterations,
+                              EventSink& sink);
 
  private:
   using HandleId = alloc::HandleId;
@@ -71,7 +78,9 @@ class Fsdp2Generator {
     HandleId input = kNone;   // the received activation (fwd_cache's inputs)
     HandleId output = kNone;  // the stage output (or the logits on the last stage)
   };
-  void RunPipelined();
+  // A local stage of a pipeline rank, sharing the rank's emitter.
+  Fsdp2Generator(const tensors::Fsdp2Facts& facts, int iterations, Emitter& shared);
+  void ZeroGradAndBatch(int iteration);  // the step's gradients freed, its batch loaded
   void StageForward(int microbatch);
   void StageBackward(int microbatch);
   // post_backward without gradient sync: the first micro-batch turns each unsharded
@@ -83,7 +92,8 @@ class Fsdp2Generator {
 
   const tensors::Fsdp2Facts& f_;
   int iterations_ = 1;
-  Emitter emit_;
+  std::unique_ptr<Emitter> own_emitter_;  // null for a local stage of a pipeline rank
+  Emitter& emit_;
   EventLabel& label_;  // emit_'s label
 
   std::vector<std::vector<HandleId>> shards_;     // [group] fp32 parameter shards

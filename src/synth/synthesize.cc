@@ -97,12 +97,14 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job,
   MEMTUNE_RETURN_IF_ERROR(CheckSupported(job, options));
   if (job.memtune.framework == model::Framework::kFsdp2) {
     auto plan = std::make_unique<Plan>();
-    const int stages = std::max(1, job.model.pipeline_model_parallel_size);
-    for (int s = 0; s < stages; ++s) {
+    MEMTUNE_TRY(tensors::Fsdp2Facts first, tensors::MakeFsdp2Facts(job, 0));
+    const int stages = first.pp * first.virtual_stages;
+    plan->fsdp2.push_back(std::move(first));
+    for (int s = 1; s < stages; ++s) {
       MEMTUNE_TRY(tensors::Fsdp2Facts facts, tensors::MakeFsdp2Facts(job, s));
       plan->fsdp2.push_back(std::move(facts));
     }
-    plan->pp_size = stages;
+    plan->pp_size = plan->fsdp2.front().pp;
     plan->iterations = options.iterations;
     plan->num_microbatches = plan->fsdp2.front().microbatches;
     MEMTUNE_RETURN_IF_ERROR(
@@ -154,8 +156,14 @@ int TraceSynthesizer::last_microbatch() const {
 
 TraceSummary TraceSynthesizer::Synthesize(int pp_rank, EventSink& sink) const {
   if (!plan_->fsdp2.empty()) {
-    Fsdp2Generator generator(plan_->fsdp2.at(pp_rank), plan_->iterations, sink);
-    return generator.Run();
+    if (!plan_->fsdp2.front().Pipelined()) {
+      Fsdp2Generator generator(plan_->fsdp2.front(), plan_->iterations, sink);
+      return generator.Run();
+    }
+    std::vector<const tensors::Fsdp2Facts*> local;  // stages pp_rank, pp_rank + pp, ...
+    for (std::size_t s = pp_rank; s < plan_->fsdp2.size(); s += plan_->pp_size)
+      local.push_back(&plan_->fsdp2[s]);
+    return Fsdp2Generator::RunRank(local, plan_->iterations, sink);
   }
   Generator generator(*plan_, pp_rank, sink);
   return generator.Run();

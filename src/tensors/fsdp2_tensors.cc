@@ -31,10 +31,22 @@ Status CheckPipelineModelled(const model::Job& job) {
                        "all-gather per micro-batch) is not modelled; torchtitan's default under "
                        "PP is false");
   }
-  if (m.virtual_pipeline_model_parallel_size.value_or(1) > 1) {
+  const int v = m.virtual_pipeline_model_parallel_size.value_or(1);
+  const bool interleaved =
+      job.memtune.fsdp2.pipeline_schedule == model::Fsdp2PipelineSchedule::kInterleaved1F1B;
+  if (interleaved != (v > 1)) {
+    return InvalidConfig("model.virtual_pipeline_model_parallel_size",
+                         interleaved ? "Interleaved1F1B needs at least 2 stages per rank "
+                                       "(torchtitan's default: 2)"
+                                     : "several stages per rank need the Interleaved1F1B "
+                                       "schedule (memtune.fsdp2.pipeline_schedule)");
+  }
+  // The runtime schedule keeps at most 3 local stages gathered (_add_unshard_reshard,
+  // max_active_stages=3); beyond that stages are resharded mid-step: not modelled.
+  if (v > 3) {
     return Unsupported("model.virtual_pipeline_model_parallel_size",
-                       "fsdp2 is modelled with torchtitan's single-stage schedules (1F1B, GPipe); "
-                       "interleaved and zero-bubble schedules are not modelled");
+                       "more than 3 stages per rank (FSDP reshards stages mid-step) is not "
+                       "modelled");
   }
   if (std::max(1, m.context_parallel_size) > 1) {
     return Unsupported("model.context_parallel_size",
@@ -354,26 +366,51 @@ Result<std::vector<int>> Fsdp2StageLayers(std::int64_t num_layers, int pp) {
   return layers;
 }
 
-std::vector<std::pair<bool, int>> Fsdp2Facts::ScheduleOrder() const {
+std::vector<Fsdp2Facts::Op> Fsdp2Facts::RankOrder() const {
   const int n = static_cast<int>(microbatches);
-  std::vector<std::pair<bool, int>> order;
-  if (schedule == model::Fsdp2PipelineSchedule::kGPipe || !Pipelined()) {
-    if (!Pipelined()) {  // no pipeline: each micro-batch's forward then its backward
-      for (int m = 0; m < n; ++m) order.insert(order.end(), {{true, m}, {false, m}});
-      return order;
-    }
-    for (int m = 0; m < n; ++m) order.push_back({true, m});
-    for (int m = 0; m < n; ++m) order.push_back({false, m});
+  std::vector<Op> order;
+  if (!Pipelined()) {  // no pipeline: each micro-batch's forward then its backward
+    for (int m = 0; m < n; ++m) order.insert(order.end(), {{true, 0, m}, {false, 0, m}});
     return order;
   }
-  // Schedule1F1B._step_microbatches: warmup_chunks = min(n, num_stages - stage_index).
-  const int warmup = std::min(n, pp - stage);
-  int forward = 0, backward = 0;
-  while (forward < warmup) order.push_back({true, forward++});
-  while (backward < n) {
-    order.push_back({false, backward++});
-    if (forward < n) order.push_back({true, forward++});
+  if (schedule == model::Fsdp2PipelineSchedule::kGPipe) {
+    for (int m = 0; m < n; ++m) order.push_back({true, 0, m});
+    for (int m = 0; m < n; ++m) order.push_back({false, 0, m});
+    return order;
   }
+  if (schedule == model::Fsdp2PipelineSchedule::k1F1B) {
+    // Schedule1F1B._step_microbatches: warmup_chunks = min(n, num_stages - stage_index).
+    const int warmup = std::min(n, pp - stage);
+    int forward = 0, backward = 0;
+    while (forward < warmup) order.push_back({true, 0, forward++});
+    while (backward < n) {
+      order.push_back({false, 0, backward++});
+      if (forward < n) order.push_back({true, 0, forward++});
+    }
+    return order;
+  }
+  // ScheduleInterleaved1F1B (schedules.py 00722e648b): rounds = max(1, n // P),
+  // microbatches_per_round = n // rounds; warmup_ops = min((V - 1) * per_round +
+  // 2 * (P - 1 - rank), n * V); each of the n * V - warmup_ops steady steps is a forward
+  // then a backward; the cooldown runs the remaining backwards.
+  const int v = virtual_stages, rank = Rank();
+  const int per_round = n / std::max(1, n / pp);
+  const int warmup = std::min((v - 1) * per_round + 2 * (pp - 1 - rank), n * v);
+  std::vector<int> next_forward(v, 0), next_backward(v, 0);
+  auto forward = [&](int step) {
+    const int local = (step / per_round) % v;
+    order.push_back({true, local, next_forward[local]++});
+  };
+  auto backward = [&](int step) {
+    const int local = v - 1 - ((step - warmup) / per_round) % v;
+    order.push_back({false, local, next_backward[local]++});
+  };
+  for (int step = 0; step < warmup; ++step) forward(step);
+  for (int step = warmup; step < n * v; ++step) {
+    forward(step);
+    backward(step);
+  }
+  for (int step = n * v; step < n * v + warmup; ++step) backward(step);
   return order;
 }
 
@@ -416,17 +453,19 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job, int stage) {
   AddBlockActivations(job, f);
   f.accumulate_bytes = cfg.reduce_dtype != cfg.param_dtype ? f.reduce_bytes : f.param_bytes;
   f.pp = std::max(1, m.pipeline_model_parallel_size);
-  if (stage < 0 || stage >= f.pp) {
-    return InvalidInput("pp_rank", "pipeline rank " + std::to_string(stage) + " of " +
-                                       std::to_string(f.pp) + " stages");
+  f.virtual_stages = f.pp > 1 ? std::max(1, m.virtual_pipeline_model_parallel_size.value_or(1)) : 1;
+  const int stages = f.pp * f.virtual_stages;
+  if (stage < 0 || stage >= stages) {
+    return InvalidInput(
+        "pp_rank", "pipeline stage " + std::to_string(stage) + " of " + std::to_string(stages));
   }
   if (f.Pipelined()) {
-    MEMTUNE_TRY(const std::vector<int> split, Fsdp2StageLayers(m.num_layers, f.pp));
+    MEMTUNE_TRY(const std::vector<int> split, Fsdp2StageLayers(m.num_layers, stages));
     f.stage = stage;
     for (int s = 0; s < stage; ++s) f.first_layer += split[s];
     f.layers = split[stage];
     f.has_embedding = stage == 0;
-    f.has_head = stage == f.pp - 1;
+    f.has_head = stage == stages - 1;
     f.schedule = cfg.pipeline_schedule;
     std::vector<Fsdp2Param> own;
     for (const auto& p : f.root_params) {
@@ -436,6 +475,17 @@ Result<Fsdp2Facts> MakeFsdp2Facts(const model::Job& job, int stage) {
     f.root_params = std::move(own);
     // torch.distributed.pipelining Schedule1F1B: "Number of microbatches must be at least
     // the number of stages"; torchtitan splits local_batch_size / microbatch_size.
+    if (f.schedule == model::Fsdp2PipelineSchedule::kInterleaved1F1B) {
+      // ScheduleInterleaved1F1B: "microbatches must be a multiple of the rounds".
+      const std::int64_t rounds = std::max<std::int64_t>(1, f.microbatches / f.pp);
+      if (f.microbatches % rounds != 0) {
+        return InvalidConfig("train.global_batch_size",
+                             std::to_string(f.microbatches) +
+                                 " micro-batches per step: PyTorch's Interleaved1F1B needs a "
+                                 "multiple of max(1, micro-batches / pipeline stages) = " +
+                                 std::to_string(rounds));
+      }
+    }
     if (f.schedule == model::Fsdp2PipelineSchedule::k1F1B && f.microbatches < f.pp) {
       return InvalidConfig("train.global_batch_size",
                            std::to_string(f.microbatches) + " micro-batches per step for " +

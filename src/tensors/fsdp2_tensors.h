@@ -79,17 +79,30 @@ struct Fsdp2Facts {
   // (`accumulate_bytes` per element) from its first backward until the reduce at the end
   // of the step (perform_reduce_grad).
   int pp = 1, stage = 0, first_layer = 0;
+  // Stages per rank (Interleaved1F1B: `virtual_stages`, placed "loop" style: rank r holds
+  // stages r, r + pp, ...; torchtitan pipeline_parallel.py _get_stage_indices).
+  int virtual_stages = 1;
+  int Rank() const { return stage % pp; }
+  int LocalStage() const { return stage / pp; }
   bool has_embedding = true, has_head = true;
   model::Fsdp2PipelineSchedule schedule = model::Fsdp2PipelineSchedule::k1F1B;
   int accumulate_bytes = 4;
   bool Pipelined() const { return pp > 1; }
   // One boundary tensor between stages (the residual stream, sequence-sharded under TP).
   std::int64_t BoundaryBytes() const { return 2 * (tokens / tp) * hidden; }
-  // The stage's forward/backward order: (true, m) forward of micro-batch m, (false, m) its
-  // backward. 1F1B (schedules.py Schedule1F1B): min(n, pp - stage) forwards, then one
-  // backward and one forward in turn, then the remaining backwards; GPipe: every forward,
-  // then every backward.
-  std::vector<std::pair<bool, int>> ScheduleOrder() const;
+  // The rank's forward/backward order over its local stages. 1F1B (schedules.py
+  // Schedule1F1B): min(n, pp - stage) forwards, then one backward and one forward in turn,
+  // then the remaining backwards; GPipe: every forward, then every backward;
+  // Interleaved1F1B (ScheduleInterleaved1F1B _get_1f1b_rank_ops): warm-up forwards, then a
+  // forward and a backward per step, then the remaining backwards, the local stage of step
+  // s being (s / per_round) % V forward and V - 1 - ((s - warmup) / per_round) % V backward.
+  struct Op {
+    bool forward = true;
+    int local_stage = 0;
+    int microbatch = 0;
+    bool operator==(const Op&) const = default;
+  };
+  std::vector<Op> RankOrder() const;
 
   std::vector<Fsdp2Param> block_params;  // one transformer block
   // tok_embeddings, norm, output; under pipeline parallelism only the stage's own (the

@@ -66,8 +66,8 @@ enum class PeftMethod { kLora, kDora };
 // option split): "none" | "selective_op" | "selective_layer" | "full".
 enum class Fsdp2Checkpoint { kNone, kSelectiveOp, kSelectiveLayer, kFull };
 // torchtitan's pipeline schedule under FSDP2 (parallelism.pipeline_parallel_schedule; the
-// single-stage schedules of torch.distributed.pipelining): "1F1B" | "GPipe".
-enum class Fsdp2PipelineSchedule { k1F1B, kGPipe };
+// schedules of torch.distributed.pipelining): "1F1B" | "GPipe" | "Interleaved1F1B".
+enum class Fsdp2PipelineSchedule { k1F1B, kGPipe, kInterleaved1F1B };
 
 // One document spelling of a closed-set enum value.
 template <typename E>

@@ -228,12 +228,21 @@ TEST(Fsdp2Test, RefusesWhatItDoesNotModel) {
          j.memtune.world_size = 4;
          j.memtune.fsdp2.reshard_after_forward = true;
        }},
-      {"model.virtual_pipeline_model_parallel_size", ErrorCode::kUnsupported,
-       [](model::Job& j) {  // interleaved schedules
+      {"model.virtual_pipeline_model_parallel_size", ErrorCode::kInvalidConfig,
+       [](model::Job& j) {  // stages per rank without the interleaved schedule
          j.model.pipeline_model_parallel_size = 2;
          j.model.virtual_pipeline_model_parallel_size = 2;
          j.memtune.world_size = 4;
          j.memtune.fsdp2.reshard_after_forward = false;
+       }},
+      {"model.virtual_pipeline_model_parallel_size", ErrorCode::kUnsupported,
+       [](model::Job& j) {  // FSDP reshards stages mid-step beyond 3 per rank
+         j.model.num_layers = 16;
+         j.model.pipeline_model_parallel_size = 2;
+         j.model.virtual_pipeline_model_parallel_size = 4;
+         j.memtune.world_size = 4;
+         j.memtune.fsdp2.reshard_after_forward = false;
+         j.memtune.fsdp2.pipeline_schedule = model::Fsdp2PipelineSchedule::kInterleaved1F1B;
        }},
       {"model.multi_latent_attention", ErrorCode::kUnsupported,
        [](model::Job& j) { j.model.multi_latent_attention = true; }},

@@ -95,12 +95,22 @@ TEST(TorchtitanTomlTest, PipelineParallelJobsCountTheirMicroBatches) {
   EXPECT_EQ(doc->job.memtune.fsdp2.pipeline_schedule, Fsdp2PipelineSchedule::kGPipe);
   EXPECT_EQ(doc->job.model.pipeline_model_parallel_size, 2);
 
+  auto zero_bubble = TorchtitanTomlToJob(
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
+      "pipeline_parallel_degree = 2\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n",
+      "z.toml");
+  ASSERT_FALSE(zero_bubble);
+  EXPECT_EQ(zero_bubble.error().field, "parallelism.pipeline_parallel_schedule");
+  // A multi-stage schedule: torchtitan's default of 2 stages per rank.
   auto interleaved = TorchtitanTomlToJob(
       "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
-      "pipeline_parallel_degree = 2\npipeline_parallel_schedule = \"Interleaved1F1B\"\n",
+      "data_parallel_shard_degree = 2\npipeline_parallel_degree = 2\n"
+      "pipeline_parallel_schedule = \"Interleaved1F1B\"\n",
       "i.toml");
-  ASSERT_FALSE(interleaved);
-  EXPECT_EQ(interleaved.error().field, "parallelism.pipeline_parallel_schedule");
+  ASSERT_TRUE(interleaved) << interleaved.error().Describe();
+  const YAML::Node iy = YAML::Load(interleaved->yaml);
+  EXPECT_EQ(iy["model"]["virtual_pipeline_model_parallel_size"].as<int>(), 2);
+  EXPECT_EQ(iy["memtune"]["fsdp2"]["pipeline_schedule"].as<std::string>(), "Interleaved1F1B");
   auto derived = TorchtitanTomlToJob(
       "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
       "pipeline_parallel_degree = 2\n",

@@ -4,8 +4,11 @@
 // checked by hand.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "memtune/estimate/estimate.h"
 #include "memtune/synth/synthesize.h"
@@ -44,20 +47,36 @@ Recorder Record(const model::Job& job, int stage) {
   return rec;
 }
 
+// Each rank's trace peak against its estimate: equal to the byte, except where a forward's
+// transients set the trace's peak (the estimator has no forward moments, docs/estimator.md
+// section 7; on interleaved ranks that cache many micro-batches): then the trace exceeds
+// the estimate by less than one block's eager saved set.
 void ExpectStagesMatch(const model::Job& job, const std::string& what) {
   auto e = estimate::EstimateMemory(job);
   ASSERT_TRUE(e) << what << ": " << e.error().Describe();
   ASSERT_EQ(static_cast<int>(e->ranks.size()), job.model.pipeline_model_parallel_size);
   std::int64_t highest = 0;
+  bool forward_peak = false;
   for (int s = 0; s < job.model.pipeline_model_parallel_size; ++s) {
     Recorder rec = Record(job, s);
     EXPECT_TRUE(rec.errors.empty()) << what << ": " << rec.errors.front();
-    EXPECT_EQ(rec.peak_bytes, e->ranks[s].allocated_bytes)
-        << what << ", stage " << s << " at " << FormatLabel(rec.peak_label)
-        << " (estimate: " << e->ranks[s].peak_phase << ")";
+    const std::string where = what + ", rank " + std::to_string(s) + " at " +
+                              FormatLabel(rec.peak_label) +
+                              " (estimate: " + std::string(e->ranks[s].peak_phase) + ")";
+    if (rec.peak_label.phase == Phase::kForward) {
+      auto f = tensors::MakeFsdp2Facts(job, s);
+      ASSERT_TRUE(f);
+      EXPECT_LT(e->ranks[s].allocated_bytes, rec.peak_bytes) << where;
+      EXPECT_LT(rec.peak_bytes - e->ranks[s].allocated_bytes, f->BlockEagerBytes()) << where;
+      forward_peak = true;
+    } else {
+      EXPECT_EQ(rec.peak_bytes, e->ranks[s].allocated_bytes) << where;
+    }
     highest = std::max(highest, rec.peak_bytes);
   }
-  EXPECT_EQ(highest, e->peak_allocated_bytes) << what;
+  if (!forward_peak) {
+    EXPECT_EQ(highest, e->peak_allocated_bytes) << what;
+  }
 }
 
 class Fsdp2PipelineSynthTest : public ::testing::TestWithParam<const char*> {};
@@ -111,10 +130,14 @@ TEST(Fsdp2PipelineSynthVariantsTest, TheStagesMatchWhereverThePeakFalls) {
       {"as many micro-batches as stages", [](model::Job& j) { j.train.global_batch_size = 4; }},
   };
   for (const auto& v : variants) {
-    for (auto schedule :
-         {model::Fsdp2PipelineSchedule::k1F1B, model::Fsdp2PipelineSchedule::kGPipe}) {
+    for (auto schedule : {model::Fsdp2PipelineSchedule::k1F1B, model::Fsdp2PipelineSchedule::kGPipe,
+                          model::Fsdp2PipelineSchedule::kInterleaved1F1B}) {
       model::Job job = PipelinedJob("selective_layer");
       job.memtune.fsdp2.pipeline_schedule = schedule;
+      if (schedule == model::Fsdp2PipelineSchedule::kInterleaved1F1B) {
+        if (std::string_view(v.name) == "stages without blocks") continue;  // 8 stages, 2 layers
+        job.model.virtual_pipeline_model_parallel_size = 2;
+      }
       v.edit(job);
       auto check = tensors::MakeFsdp2Facts(job);
       if (!check) {
@@ -147,23 +170,58 @@ TEST(Fsdp2PipelineFactsTest, TorchtitansSplitAndTheScheduleOrder) {
   EXPECT_EQ(last->root_params.size(), 2u);
   EXPECT_EQ(first->accumulate_bytes, 4);  // bf16 compute, fp32 reduce
   // Schedule1F1B: stage 0 of 2 runs 2 warm-up forwards, the last stage 1.
-  using Op = std::pair<bool, int>;
-  EXPECT_EQ(first->ScheduleOrder(), (std::vector<Op>{{true, 0},
-                                                     {true, 1},
-                                                     {false, 0},
-                                                     {true, 2},
-                                                     {false, 1},
-                                                     {true, 3},
-                                                     {false, 2},
-                                                     {false, 3}}));
-  EXPECT_EQ(last->ScheduleOrder(), (std::vector<Op>{{true, 0},
-                                                    {false, 0},
-                                                    {true, 1},
-                                                    {false, 1},
-                                                    {true, 2},
-                                                    {false, 2},
-                                                    {true, 3},
-                                                    {false, 3}}));
+  using Op = tensors::Fsdp2Facts::Op;
+  auto ops = [](std::initializer_list<std::pair<bool, int>> list) {
+    std::vector<Op> out;
+    for (auto [forward, mb] : list) out.push_back({forward, 0, mb});
+    return out;
+  };
+  EXPECT_EQ(first->RankOrder(), ops({{true, 0},
+                                     {true, 1},
+                                     {false, 0},
+                                     {true, 2},
+                                     {false, 1},
+                                     {true, 3},
+                                     {false, 2},
+                                     {false, 3}}));
+  EXPECT_EQ(last->RankOrder(), ops({{true, 0},
+                                    {false, 0},
+                                    {true, 1},
+                                    {false, 1},
+                                    {true, 2},
+                                    {false, 2},
+                                    {true, 3},
+                                    {false, 3}}));
+  // Interleaved1F1B, 2 ranks x 2 stages, 4 micro-batches, rank 0 (by hand from
+  // _get_1f1b_rank_ops): warmup_ops = (2 - 1) * 2 + 2 * (2 - 1 - 0) = 4, then a forward and
+  // a backward per step, the backward stage reversed.
+  job.model.virtual_pipeline_model_parallel_size = 2;
+  job.memtune.fsdp2.pipeline_schedule = model::Fsdp2PipelineSchedule::kInterleaved1F1B;
+  auto rank0 = tensors::MakeFsdp2Facts(job, 0);
+  ASSERT_TRUE(rank0) << rank0.error().Describe();
+  EXPECT_EQ(rank0->virtual_stages, 2);
+  EXPECT_EQ(rank0->layers, 1);  // 6 + 2 effective layers on 4 stages: 1 / 2 / 2 / 1 blocks
+  EXPECT_EQ(rank0->RankOrder(), (std::vector<Op>{{true, 0, 0},
+                                                 {true, 0, 1},
+                                                 {true, 1, 0},
+                                                 {true, 1, 1},
+                                                 {true, 0, 2},
+                                                 {false, 1, 0},
+                                                 {true, 0, 3},
+                                                 {false, 1, 1},
+                                                 {true, 1, 2},
+                                                 {false, 0, 0},
+                                                 {true, 1, 3},
+                                                 {false, 0, 1},
+                                                 {false, 1, 2},
+                                                 {false, 1, 3},
+                                                 {false, 0, 2},
+                                                 {false, 0, 3}}));
+  auto stage3 = tensors::MakeFsdp2Facts(job, 3);  // rank 1's second stage: the head
+  ASSERT_TRUE(stage3);
+  EXPECT_TRUE(stage3->has_head);
+  EXPECT_EQ(stage3->Rank(), 1);
+  EXPECT_EQ(stage3->LocalStage(), 1);
 }
 
 TEST(Fsdp2PipelineFactsTest, WhatThePipelineModelRefuses) {
