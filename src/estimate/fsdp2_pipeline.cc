@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tensors/fsdp2_backward.h"
+#include "tensors/fsdp2_forward.h"
 
 namespace memtune::estimate::internal {
 
@@ -63,6 +64,7 @@ class StageWalk {
       : f_(f), explain_(explain), best_(best) {
     walks_[0] = WalkBlockBackward(f, false);
     walks_[1] = WalkBlockBackward(f, true);
+    for (int l = 0; l < f.layers; ++l) forwards_.push_back(WalkBlockForward(f, l));
     for (int l = 0; l < f.layers; ++l) {
       kept_.push_back(KeptOf(l));
       kept_sum_ += kept_.back();
@@ -87,6 +89,11 @@ class StageWalk {
   std::int64_t AccumulatedBytes() const { return block_acc_ * f_.layers + root_acc_; }
   std::int64_t ShardGradBytes() const {
     return 4 * (f_.BlockShardElements() * f_.layers + f_.RootShardElements());
+  }
+  // Every moment of a forward of this stage, `others` of its micro-batches cached besides
+  // it; `first`: the step's first forward of the stage, which all-gathers its groups.
+  void Forward(int others, bool first, bool any_backward) {
+    ForwardMoments(others, first, any_backward);
   }
   // Every moment of a backward of this stage, `others` of its micro-batches cached
   // besides the one running; `any_backward`: an earlier backward made the accumulators.
@@ -170,6 +177,66 @@ class StageWalk {
   std::int64_t AccBefore(int l, bool any_backward) const {
     if (any_backward) return block_acc_ * f_.layers + root_acc_;
     return block_acc_ * (f_.layers - 1 - l) + (f_.has_head ? root_acc_ : 0);
+  }
+
+  // The moments inside a forward: each group's all-gather on the step's first forward (the
+  // flat output and the per-parameter copies both live), each block's own peak on top of
+  // what is live before it, and on the last stage the final norm and the loss.
+  void ForwardMoments(int others, bool first, bool any_backward) {
+    const std::int64_t r = f_.tokens / f_.tp, h = f_.hidden;
+    const std::int64_t block = f_.param_bytes * Elements(f_.block_params);
+    const std::int64_t block_flat = f_.param_bytes * PaddedElements(f_.block_params, f_.shard);
+    const std::int64_t root = f_.param_bytes * Elements(f_.root_params);
+    const std::int64_t root_flat = f_.param_bytes * PaddedElements(f_.root_params, f_.shard);
+    const std::int64_t acc = any_backward ? AccumulatedBytes() : 0;
+    const std::int64_t input = f_.has_embedding ? 0 : f_.BoundaryBytes();  // cached
+    auto moment = [&](std::int64_t gathered, std::int64_t kept, std::int64_t live,
+                      std::int64_t working, const char* why) {
+      Parts p = Base();
+      Add(p, "fsdp.stage_unsharded", gathered, ComponentKind::kTransient,
+          "the stage's parameters all-gathered so far (no reshard after forward under PP)",
+          explain_);
+      AddAccumulated(p, acc);
+      AddOthers(p, others);
+      Add(p, "act.blocks", kept, ComponentKind::kActivations,
+          "this micro-batch's saved tensors of the blocks before", explain_);
+      Add(p, "act.stage_io", input + live, ComponentKind::kActivations,
+          "this micro-batch's received input and the activation entering the op", explain_);
+      Add(p, "tmp.forward", working, ComponentKind::kTransient, why, explain_);
+      Consider(std::move(p), "forward");
+    };
+    std::int64_t gathered = first ? 0 : GatheredBytes();
+    if (first && f_.has_embedding) {
+      moment(0, 0, 0, root_flat + root, "the embedding's all-gather output and its copies");
+      gathered += root;
+    }
+    std::int64_t kept = 0;
+    for (int l = 0; l < f_.layers; ++l) {
+      const std::int64_t x = l == 0 && !f_.has_embedding ? 0 : f_.BoundaryBytes();
+      if (first) {
+        moment(gathered, kept, x, block_flat + block, "the block's all-gather output and copies");
+        gathered += block;
+      }
+      moment(gathered, kept, x, forwards_[l].peak_bytes,
+             "the block's tensors at its forward's peak (saved and working)");
+      kept += kept_[l];
+    }
+    if (!f_.has_head) return;
+    const std::int64_t x = f_.layers == 0 && !f_.has_embedding ? 0 : f_.BoundaryBytes();
+    if (first) {
+      moment(gathered, kept, x, root_flat + root, "the norm and output's all-gather");
+      gathered += root;
+    }
+    // Final RMSNorm: x.float() (kept), its pow and scaled temporaries.
+    moment(gathered, kept, x, 12 * r * h, "the final norm's fp32 copies");
+    // The loss on the logits: the output-layer input and norm tensors kept, the logits,
+    // their fp32 copy and the log-softmax (loss_parallel: the shifted and exp tensors too).
+    const std::int64_t outside = f_.OutsideBytes() - 16 * f_.tokens;
+    const std::int64_t e = f_.logits_fp32_bytes;
+    const std::int64_t loss = f_.compile_loss    ? f_.logits_bytes + f_.loss_row_stats_bytes
+                              : f_.loss_parallel ? f_.logits_bytes + 3 * e
+                                                 : f_.logits_bytes + 2 * e;
+    moment(gathered, kept + outside, 0, loss, "the logits and the cross-entropy's fp32 tensors");
   }
 
   void BackwardMoments(int others, bool any_backward) {
@@ -338,6 +405,7 @@ class StageWalk {
   const Fsdp2Facts& f_;
   bool explain_;
   Fsdp2BackwardPeak walks_[2];
+  std::vector<Fsdp2ForwardPeak> forwards_;  // [block]
   std::vector<std::int64_t> kept_;
   std::int64_t kept_sum_ = 0, block_acc_ = 0, root_acc_ = 0;
   RankBest& best_;
@@ -409,6 +477,8 @@ RankEstimate EstimateFsdp2Rank(const std::vector<Fsdp2Facts>& stages, bool expla
     StageState& s = state[op.local_stage];
     StageWalk& w = walks[op.local_stage];
     if (op.forward) {
+      w.SetExternal(External(walks, state, op.local_stage, false, explain));
+      w.Forward(s.cached, s.forwards == 0, s.backwards > 0);
       ++s.cached, ++s.forwards;
       most = std::max(most, ++in_flight);
       continue;

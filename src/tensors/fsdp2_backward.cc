@@ -1,8 +1,12 @@
-// Walks a block's backward op sequence (fsdp2_backward.h) in bytes for its peak.
+// Walks a block's backward (fsdp2_backward.h) and forward (fsdp2_forward.h) op sequences in
+// bytes for their peaks.
 #include "tensors/fsdp2_backward.h"
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
+
+#include "tensors/fsdp2_forward.h"
 
 namespace memtune::tensors {
 namespace {
@@ -68,6 +72,41 @@ Fsdp2BackwardPeak WalkBlockBackward(const Fsdp2Facts& f, bool checkpointed) {
   Walk walk(std::move(saved), 2 * f.tokens / f.tp * f.hidden);
   const int dx = Fsdp2BlockBackward(f, walk.grad_out(), walk);
   return walk.Finish(dx);
+}
+
+}  // namespace memtune::tensors
+
+namespace memtune::tensors {
+namespace {
+
+// Bytes of a block forward: everything it allocates counts until freed; kept tensors stay.
+class ForwardWalk {
+ public:
+  int Alloc(std::int64_t bytes, const char*) {
+    sizes_.push_back(bytes);
+    live_ += bytes;
+    peak_ = std::max(peak_, live_);
+    return static_cast<int>(sizes_.size()) - 1;
+  }
+  void Free(int id) {
+    if (id < 0) return;
+    live_ -= sizes_[id];
+    sizes_[id] = 0;
+  }
+  void Keep(const char*, int id) { kept_ += sizes_[id]; }
+  Fsdp2ForwardPeak Finish(int out) const { return {peak_, kept_, out >= 0 ? sizes_[out] : 0}; }
+
+ private:
+  std::vector<std::int64_t> sizes_;
+  std::int64_t live_ = 0, peak_ = 0, kept_ = 0;
+};
+
+}  // namespace
+
+Fsdp2ForwardPeak WalkBlockForward(const Fsdp2Facts& f, int layer) {
+  ForwardWalk walk;
+  const int out = Fsdp2BlockForward(f, layer, /*recompute=*/false, walk);
+  return walk.Finish(out);
 }
 
 }  // namespace memtune::tensors
