@@ -16,6 +16,7 @@
 
 #include "fsdp2_pipeline.h"
 #include "tensors/fsdp2_backward.h"
+#include "tensors/fsdp2_forward.h"
 #include "tensors/fsdp2_tensors.h"
 
 namespace memtune::estimate::internal {
@@ -189,6 +190,45 @@ Parts HeaviestBlockBackward(const Fsdp2Facts& f, bool explain) {
   return parts;
 }
 
+// The heaviest block forward (of a later micro-batch, with every gradient shard made): the
+// root and the block gathered (all blocks so far without reshard after forward), the kept
+// tensors of the blocks before, the block input, and the block's own forward peak (the op
+// sequence the trace emits, tensors/fsdp2_forward.h).
+Parts HeaviestBlockForward(const Fsdp2Facts& f, bool explain) {
+  std::int64_t block = 0, root = 0;
+  for (const auto& p : f.block_params) block += p.Elements();
+  for (const auto& p : f.root_params) root += p.Elements();
+  std::int64_t kept = 0, best_bytes = -1, best_kept = 0, best_peak = 0;
+  int best = 0;
+  for (int l = 0; l < f.layers; ++l) {
+    const std::int64_t peak = WalkBlockForward(f, l).peak_bytes;
+    const std::int64_t gathered = f.param_bytes * block * (f.reshard_after_forward ? 1 : l + 1);
+    const std::int64_t bytes = gathered + kept + peak;
+    if (bytes > best_bytes) best_bytes = bytes, best = l, best_kept = kept, best_peak = peak;
+    kept += f.BlockKeptBytes(l);
+  }
+  Parts parts;
+  AddState(f, explain, parts);
+  if (f.microbatches > 1) {
+    Add(parts, "grads", GradBytes(f), ComponentKind::kGradients,
+        "fp32 gradient shards accumulated by the earlier micro-batches", explain);
+  }
+  Add(parts, "fsdp.root_unsharded", f.param_bytes * root, ComponentKind::kTransient,
+      "root group (embedding, final norm, output) all-gathered for the step's forward", explain);
+  Add(parts, "fsdp.blocks_unsharded",
+      f.param_bytes * block * (f.reshard_after_forward ? 1 : best + 1), ComponentKind::kTransient,
+      "the block all-gathered (and those before it without reshard after forward)", explain);
+  Add(parts, "act.blocks", best_kept, ComponentKind::kActivations,
+      "tensors the blocks before keep for backward", explain);
+  Add(parts, "act.tokens", 16 * f.tokens, ComponentKind::kActivations, "token ids and labels",
+      explain);
+  Add(parts, "act.block_input", f.BoundaryBytes(), ComponentKind::kActivations, "the block's input",
+      explain);
+  Add(parts, "tmp.forward", best_peak, ComponentKind::kTransient,
+      "the block's tensors at its forward's peak (saved and working)", explain);
+  return parts;
+}
+
 // The heaviest block reduce-scatter (at its fp32 input's allocation): the position, the
 // block's bf16 weight gradients being copied in, its fp32 input, and its input gradient.
 Parts HeaviestReduceScatter(const Fsdp2Facts& f, bool explain) {
@@ -316,6 +356,7 @@ Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& opt
   MEMTUNE_TRY(const Fsdp2Facts f, MakeFsdp2Facts(job));
   const bool explain = options.with_explanations;
   std::vector<std::pair<const char*, Parts>> moments;
+  moments.emplace_back("forward", HeaviestBlockForward(f, explain));
   moments.emplace_back("loss backward", LossBackward(f, explain));
   moments.emplace_back("backward", HeaviestBlockBackward(f, explain));
   moments.emplace_back("backward", HeaviestReduceScatter(f, explain));
