@@ -225,7 +225,7 @@ std::vector<Comm> MegatronComms(const model::Job& job, int pp_rank, Placement at
 
 // torchtitan: the mesh [pp, dp_replicate, dp_shard, cp, tp]; FSDP2 all-gathers parameters
 // and reduce-scatters gradients over dp_shard x cp, all-reduces them over dp_replicate.
-std::vector<Comm> Fsdp2Comms(const model::Job& job, Placement at) {
+std::vector<Comm> Fsdp2Comms(const model::Job& job, int pp_rank, Placement at) {
   const auto& m = job.model;
   const int tp = std::max(1, m.tensor_model_parallel_size);
   const int cp = std::max(1, m.context_parallel_size);
@@ -234,7 +234,7 @@ std::vector<Comm> Fsdp2Comms(const model::Job& job, Placement at) {
   int shard = job.memtune.fsdp2.shard_degree;
   if (shard <= 0) shard = std::max(1, per_stage / (tp * cp));
   const int replicate = std::max(1, per_stage / (shard * tp * cp));
-  at.self = 0;
+  at.self = std::clamp(pp_rank, 0, pp - 1) * per_stage;  // the stage's first rank
   std::vector<Comm> comms;
   auto add = [&](Comm c) {
     if (c.ranks > 1) comms.push_back(std::move(c));
@@ -242,14 +242,28 @@ std::vector<Comm> Fsdp2Comms(const model::Job& job, Placement at) {
   const Members all = Strided(0, 1, at.world);
   add(MakeComm(at, all, "world", "the init barrier and the loss / grad-norm all-reduce",
                kSmallAllReduce, Moment::kStartup));
-  add(MakeComm(at, Strided(0, 1, tp), "tp", "tensor-parallel all-gather / reduce-scatter",
+  add(MakeComm(at, Strided(at.self, 1, tp), "tp", "tensor-parallel all-gather / reduce-scatter",
                kBulkGatherScatter | kBulkAllReduce, Moment::kFirstForward));
-  add(MakeComm(at, Strided(0, tp, shard * cp), "dp_shard_cp",
+  add(MakeComm(at, Strided(at.self, tp, shard * cp), "dp_shard_cp",
                "FSDP2 parameter all-gather and gradient reduce-scatter", kBulkGatherScatter,
                Moment::kFirstForward));
-  add(MakeComm(at, Strided(0, tp * cp * shard, replicate), "dp_replicate",
+  add(MakeComm(at, Strided(at.self, tp * cp * shard, replicate), "dp_replicate",
                "HSDP gradient all-reduce over the replicas", kBulkAllReduce,
                Moment::kFirstGradSync));
+  if (pp > 1) {
+    // torch.distributed.pipelining stage.py: activations and gradients go through
+    // batch_isend_irecv on the pipeline group (the mesh's outermost dimension); with
+    // several stages per rank (loop placement) the last rank feeds the first.
+    Comm c = MakeComm(at, Strided(0, per_stage, pp), "pp",
+                      "pipeline send/recv (batch_isend_irecv on the pp mesh dimension)",
+                      kPointToPoint, Moment::kFirstForward);
+    const bool wraps = m.virtual_pipeline_model_parallel_size.value_or(1) > 1;
+    std::vector<int> peers;
+    if (pp_rank + 1 < pp || wraps) peers.push_back(((pp_rank + 1) % pp) * per_stage);
+    if (pp_rank > 0 || wraps) peers.push_back(((pp_rank + pp - 1) % pp) * per_stage);
+    AddPeers(at, peers, c);
+    add(std::move(c));
+  }
   return comms;
 }
 
@@ -260,7 +274,7 @@ std::vector<Comm> RankComms(const model::Job& job, int pp_rank, int gpus_per_nod
   at.world = std::max(1, job.memtune.world_size);
   at.gpus_per_node = std::clamp(gpus_per_node, 1, at.world);
   if (at.world <= 1) return {};
-  if (job.memtune.framework == model::Framework::kFsdp2) return Fsdp2Comms(job, at);
+  if (job.memtune.framework == model::Framework::kFsdp2) return Fsdp2Comms(job, pp_rank, at);
   return MegatronComms(job, pp_rank, at);
 }
 

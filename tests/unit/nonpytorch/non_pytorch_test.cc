@@ -314,3 +314,32 @@ TEST(NonPytorchTest, BatchedPipelineSendsUseThePipelineGroup) {
 
 }  // namespace
 }  // namespace memtune::nonpytorch
+
+namespace memtune::nonpytorch {
+namespace {
+
+// torchtitan FSDP2 with PP 2 on 16 GPUs (2 nodes of 8): each stage's ranks all-gather over
+// their own shard group, and the stages send activations over the pipeline group, whose
+// peers sit on the other node (the pp mesh dimension is the outermost).
+TEST(NonPytorchTest, Fsdp2PipelineStagesHaveTheirOwnGroupsAndAPipelinePair) {
+  auto doc = model::ParseJobText(
+      "model: {preset: llama3-8b, pipeline_model_parallel_size: 2}\n"
+      "train: {micro_batch_size: 1, global_batch_size: 16}\n"
+      "memtune: {framework: fsdp2, world_size: 16, gpu: h100}\n");
+  ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
+  for (int rank = 0; rank < 2; ++rank) {
+    std::map<std::string, Comm> comms;
+    for (const Comm& c : RankComms(doc->job, rank, 8)) comms[c.name] = c;
+    ASSERT_EQ(comms.count("pp"), 1u);
+    EXPECT_EQ(comms["pp"].ranks, 2);
+    EXPECT_EQ(comms["pp"].nodes, 2);
+    EXPECT_EQ(comms["pp"].p2p_peers_remote, 1);
+    EXPECT_EQ(comms["pp"].p2p_peers_local, 0);
+    EXPECT_EQ(comms["dp_shard_cp"].ranks, 8);
+    EXPECT_EQ(comms["dp_shard_cp"].nodes, 1);
+    EXPECT_EQ(comms["dp_shard_cp"].local_ranks, 8);
+  }
+}
+
+}  // namespace
+}  // namespace memtune::nonpytorch
