@@ -51,6 +51,10 @@ constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
      "expert outputs kept by the probability-weighted un-permute (Megatron-Core < 0.13)"},
     {"act.shared_fc1_out", "shared-expert linear_fc1 output"},
     {"act.shared_fc2_in", "shared-expert linear_fc2 input"},
+    {"act.shared_gate_out",
+     "shared-expert gate: the shared output and gate score kept by output * gate_score"},
+    {"act.shared_fc1_input",
+     "shared-expert overlap under SP: linear_fc1's input, all-gathered by the shared expert"},
     {"act.moe_lora_input",
      "MoE layer LoRA-A inputs: the dispatched tokens and expert activation output the expert "
      "adapters keep, the shared-expert adapters' inputs"},
@@ -208,6 +212,14 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
     const std::int64_t fs = c.shared_ffn / c.tp;
     a[kSharedFc1Out] = act * c.glu_factor * fs;
     a[kSharedFc2In] = c.frozen_base ? 0 : gemm_in * fs;
+    // shared_experts.py forward / get_output (Megatron-LM d98e8a64): `output * gate_score`
+    // keeps the shared output (fc2's, reduce-scattered under SP) and the [tokens, 1] score
+    // (the sigmoid's output, which its backward keeps too).
+    if (c.shared_gate) a[kSharedGateOut] = act * (c.h + 1) / c.hid_div;
+    // pre_forward_comm: gather_from_sequence_parallel_region(input) on the shared-expert
+    // stream, fc1 with parallel_mode None keeps that full-sequence copy (bf16: TE >= 2.6
+    // save_original_input under fp8; a frozen base keeps no input for a wgrad).
+    if (c.shared_overlap_gather && !c.frozen_base) a[kSharedFc1Input] = act * c.h;
   }
 }
 
@@ -400,6 +412,8 @@ ActContext MakeActContext(const model::Job& job) {
   c.recompute_layernorm = selective && Has(m, "layernorm");
   c.recompute_mla_up = selective && Has(m, "mla_up_proj");
   c.recompute_shared = selective && Has(m, "shared_experts");
+  c.shared_gate = m.moe_shared_expert_gate;
+  c.shared_overlap_gather = m.moe_shared_expert_overlap && m.sequence_parallel && c.tp > 1;
   if (m.fine_grained_activation_offloading) {
     c.off_norm1 = Contains(m.offload_modules, "attn_norm");
     c.off_qkv = Contains(m.offload_modules, "qkv_linear");

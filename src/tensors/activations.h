@@ -36,6 +36,8 @@ enum ActTensor : int {
   kMoeCombine,        // expert outputs kept by the weighted un-permute (MCore < 0.13)
   kSharedFc1Out,      // shared-expert linear_fc1 output
   kSharedFc2In,       // shared-expert linear_fc2 input
+  kSharedGateOut,     // shared-expert gate: the shared output (and gate score) its multiply keeps
+  kSharedFc1Input,    // shared-expert overlap with SP: fc1's own all-gathered input
   kMoeLoraInput,      // MoE layer LoRA-A inputs: dispatched tokens, expert act output, shared
   kMoeLoraHidden,     // MoE layer LoRA-A outputs (rank-`dim` activations)
   kLoraInput,         // LoRA-A inputs the frozen base does not keep (gathered SP input)
@@ -99,6 +101,10 @@ struct ActContext {
   bool recompute_core_attn = false, recompute_mlp = false, recompute_moe = false,
        recompute_moe_act = false, recompute_layernorm = false, recompute_mla_up = false,
        recompute_shared = false;
+  // Shared experts: moe_shared_expert_gate (output * sigmoid(gate)); and
+  // moe_shared_expert_overlap with SP under TP, where the shared expert all-gathers its input
+  // itself and its linear_fc1 (parallel_mode None) keeps the gathered copy.
+  bool shared_gate = false, shared_overlap_gather = false;
   // Fine-grained activation offloading (offload_modules): which modules' saved inputs go to
   // the host after their forward and come back for their backward.
   bool off_norm1 = false, off_qkv = false, off_core_attn = false, off_proj = false,

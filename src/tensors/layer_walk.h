@@ -125,6 +125,8 @@ typename Exec::Handle LayerForward(const LayerSizes& z, const LayerShape& s, Lay
   x.Free(act);
   save(kSharedFc1Out);
   save(kSharedFc2In);
+  save(kSharedGateOut);
+  save(kSharedFc1Input);
   save(kMoeLoraInput);
   save(kMoeLoraHidden);
   const Handle combine = fwd(kFwdMoeCombine);
@@ -187,7 +189,7 @@ typename Exec::Handle LayerBackward(const LayerSizes& z, const LayerShape& s,
   for (int t = kBwdGradGather; t < kBwdFc1Dgrad; ++t) x.Free(w[t]);
   for (int slot : {kLn2Output, kMlpFc1Out, kMlpActParts, kMlpFc2In, kMlpDropoutMask, kMoeRouter,
                    kMoeDispatch, kMoeFc1Out, kMoeActParts, kMoeFc2In, kMoeCombine, kSharedFc1Out,
-                   kSharedFc2In, kMoeLoraInput, kMoeLoraHidden}) {
+                   kSharedFc2In, kSharedGateOut, kSharedFc1Input, kMoeLoraInput, kMoeLoraHidden}) {
     x.Release(slot);
   }
   // As in forward: with SP the dgrad output is reduce-scattered and freed; without, it is

@@ -215,6 +215,37 @@ TEST(ActivationsTest, LoraOnMoeLayerKeepsTheExpertInputsAndHiddens) {
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMoeLoraInput], 0);
 }
 
+// Shared experts (Megatron-LM d98e8a64 moe/shared_experts.py): the gate's `output *
+// gate_score` keeps the shared output and the [tokens, 1] score; with the overlap under SP
+// the shared expert all-gathers its input itself and linear_fc1 keeps that copy.
+TEST(ActivationsTest, SharedExpertGateAndOverlapKeepTheirTensors) {
+  auto job = TinyJob();  // 4 tokens, h 8, bf16
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 8;
+  job.model.moe_shared_expert_intermediate_size = 4;
+  auto a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kSharedGateOut] + a[kSharedFc1Input], 0);
+  job.model.moe_shared_expert_gate = true;
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kSharedGateOut], 4 * 2 * (8 + 1));
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kSharedGateOut], 0);  // dense
+  // The overlap needs SP under TP to gather: then fc1 keeps all 4 tokens' h, and the gate's
+  // tensors are sequence-sharded.
+  job.model.moe_shared_expert_overlap = true;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kSharedFc1Input], 0);
+  job.model.tensor_model_parallel_size = 2;
+  job.model.sequence_parallel = true;
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kSharedFc1Input], 4 * 2 * 8);
+  EXPECT_EQ(a[kSharedGateOut], 4 * 2 * (8 + 1) / 2);
+  // Recomputing the shared experts drops both (re-made in backward).
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"shared_experts"};
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kSharedGateOut] + a[kSharedFc1Input], 0);
+}
+
 // Megatron-Core < 0.13 un-permutes with the probabilities, which keeps the expert outputs;
 // from 0.13 the experts' activation applies them (model/versions.h McoreProbsInExperts).
 TEST(ActivationsTest, MoeCombineKeptOnlyBeforeMegatronCore013) {

@@ -1,0 +1,66 @@
+// Shared-expert tensors in the synthesized step (docs/estimator.md section 4): the gate's
+// kept output and the overlap's all-gathered fc1 input appear in the trace as in the
+// estimate, with and without each switch.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "memtune/estimate/estimate.h"
+#include "memtune/synth/synthesize.h"
+#include "unit/estimate/test_jobs.h"
+#include "unit/synth/synth_test_util.h"
+
+namespace memtune::synth {
+namespace {
+
+using estimate::testing::Llama70BJob;
+using testing::Recorder;
+
+std::int64_t Largest(const Recorder& rec, const std::string& tensor) {
+  std::int64_t largest = 0;
+  for (const SynthEvent& e : rec.events) {
+    if (e.op == EventOp::kAlloc && tensor == e.label.tensor) largest = std::max(largest, e.bytes);
+  }
+  return largest;
+}
+
+TEST(SharedExpertSynthTest, GateAndOverlapTensorsMatchTheEstimate) {
+  auto job = Llama70BJob();  // TP 4 with sequence parallelism, seq 8192, micro-batch 1
+  job.model.num_layers = 8;
+  job.model.pipeline_model_parallel_size = 2;
+  job.model.virtual_pipeline_model_parallel_size = std::nullopt;
+  job.model.num_moe_experts = 8;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 4096;
+  job.model.moe_grouped_gemm = true;
+  job.model.moe_shared_expert_intermediate_size = 4096;
+  job.model.expert_model_parallel_size = 2;
+  job.memtune.world_size = 16;
+  job.model.moe_token_dispatcher_type = model::MoeTokenDispatcher::kAlltoall;  // for the overlap
+  ASSERT_TRUE(job.model.sequence_parallel);
+  const std::int64_t tokens = job.model.seq_length * job.train.micro_batch_size;
+  const std::int64_t h = job.model.hidden_size, tp = job.model.tensor_model_parallel_size;
+  for (int gate = 0; gate < 2; ++gate) {
+    for (int overlap = 0; overlap < 2; ++overlap) {
+      job.model.moe_shared_expert_gate = gate == 1;
+      job.model.moe_shared_expert_overlap = overlap == 1;
+      const std::string what =
+          std::string("gate ") + (gate ? "on" : "off") + ", overlap " + (overlap ? "on" : "off");
+      auto e = estimate::EstimateMemory(job);
+      ASSERT_TRUE(e) << what << ": " << e.error().Describe();
+      auto synth = TraceSynthesizer::Create(job);
+      ASSERT_TRUE(synth) << synth.error().Describe();
+      Recorder rec;
+      rec.keep_events = true;
+      synth->Synthesize(0, rec);
+      EXPECT_TRUE(rec.errors.empty()) << what;
+      // Per token of the sequence shard, in whole bytes: the bf16 output and score over TP.
+      EXPECT_EQ(Largest(rec, "act.shared_gate_out"), gate ? 2 * (h + 1) / tp * tokens : 0) << what;
+      EXPECT_EQ(Largest(rec, "act.shared_fc1_input"), overlap ? 2 * tokens * h : 0) << what;
+      EXPECT_EQ(rec.peak_bytes, e->ranks[0].allocated_bytes) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace memtune::synth
