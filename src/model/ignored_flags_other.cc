@@ -170,7 +170,6 @@ constexpr IgnoredInput kInputs[] = {
     {"--moe-mlp-glu-interleave-size", false, "weight layout", ""},
     {"--moe-pad-experts-for-cuda-graph-inference", false, "inference only", ""},
     {"--moe-per-layer-logging", false, "logging", ""},
-    {"--moe-permute-fusion", false, "a fused permutation kernel (same kept tensors)", ""},
     {"--moe-permute-fusion-into-hybridep", false, "a fused permutation kernel", ""},
     {"--moe-router-bias-update-rate", false, "router hyper-parameter", ""},
     {"--moe-router-force-biased", false, "routing numerics", ""},

@@ -211,6 +211,7 @@ std::vector<FieldSpec> MoeFields() {
       m.Bool("moe_shared_expert_overlap", &ModelConfig::moe_shared_expert_overlap),
       Memory(MoeLayerFreqField(), "MCore TransformerConfig", IsMoe),
       m.Bool("moe_grouped_gemm", &ModelConfig::moe_grouped_gemm),
+      m.Bool("moe_permute_fusion", &ModelConfig::moe_permute_fusion),
       Memory(m.Named("moe_token_dispatcher_type", &ModelConfig::moe_token_dispatcher_type),
              "MCore TransformerConfig", IsMoe),
       m.OptInt("moe_latent_size", &ModelConfig::moe_latent_size, 1, kMaxDim),

@@ -86,6 +86,7 @@ constexpr KnownFlag kKnownFlags[] = {
     {"moe-shared-expert-overlap", Arity::kSwitch},
     {"moe-layer-freq", Arity::kValue},
     {"moe-grouped-gemm", Arity::kSwitch},
+    {"moe-permute-fusion", Arity::kSwitch},
     {"moe-token-dispatcher-type", Arity::kValue},
     {"moe-router-enable-expert-bias", Arity::kSwitch},
     {"moe-latent-size", Arity::kValue},

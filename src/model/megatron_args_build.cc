@@ -164,6 +164,7 @@ Status Moe(const FlagReader& r, YAML::Node& m) {
     }
   }
   m["moe_grouped_gemm"] = r.Switch("moe-grouped-gemm");
+  m["moe_permute_fusion"] = r.Switch("moe-permute-fusion");
   MEMTUNE_TRY(auto dispatcher,
               r.Choice("moe-token-dispatcher-type", {"allgather", "alltoall", "flex"}));
   m["moe_token_dispatcher_type"] = dispatcher.value_or("allgather");

@@ -55,6 +55,9 @@ constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
      "shared-expert gate: the shared output and gate score kept by output * gate_score"},
     {"act.shared_fc1_input",
      "shared-expert overlap under SP: linear_fc1's input, all-gathered by the shared expert"},
+    {"act.moe_permute_map",
+     "the token permutation's map kept for its backward and the un-permute (TE fused: int32 "
+     "[tokens, 2E + 1]; unfused: int64 sorted indices, one per copy)"},
     {"act.moe_lora_input",
      "MoE layer LoRA-A inputs: the dispatched tokens and expert activation output the expert "
      "adapters keep, the shared-expert adapters' inputs"},
@@ -193,6 +196,7 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   // router.py: fp32 logits + probs; the dispatcher's permuted fp32 probs (one per copy)
   // are kept by their multiply, in the experts' activation (MCore >= 0.13) or in unpermute.
   a[kMoeRouter] = (2 * 4 * c.experts + 4 * copies_per_token) / c.hid_div;
+  a[kMoePermuteMap] = c.permute_map_per_token / c.hid_div;
   a[kMoeDispatch] = c.frozen_base ? 0 : gemm_in * c.h * copies_per_token / c.hid_div;
   const std::int64_t fe = c.moe_ffn / c.etp;
   a[kMoeFc1Out] = act * c.glu_factor * fe * copies_per_token / c.hid_div;
@@ -413,6 +417,16 @@ ActContext MakeActContext(const model::Job& job) {
   c.recompute_mla_up = selective && Has(m, "mla_up_proj");
   c.recompute_shared = selective && Has(m, "shared_experts");
   c.shared_gate = m.moe_shared_expert_gate;
+  // token_dispatcher.py MoEAlltoAllTokenDispatcher.dispatch_preprocess (Megatron-LM d98e8a64)
+  // permutes the local tokens with moe_utils.permute: fused, TE's moe_permute_with_probs
+  // keeps its row_id_map, int32 [tokens, 2 * experts + 1] (TE d0067d0d
+  // pytorch/triton/permutation.py make_row_id_map, permutation.py
+  // _moe_permute_mask_map_setup_context); unfused, index_select keeps the int64
+  // sorted_indices, one per routed copy. Both are also the un-permute's mapping.
+  if (m.moe_token_dispatcher_type == model::MoeTokenDispatcher::kAlltoall && c.experts > 0) {
+    c.permute_map_per_token =
+        m.moe_permute_fusion ? 4 * (2 * c.experts + 1) : 8 * static_cast<std::int64_t>(c.topk);
+  }
   c.shared_overlap_gather = m.moe_shared_expert_overlap && m.sequence_parallel && c.tp > 1;
   if (m.fine_grained_activation_offloading) {
     c.off_norm1 = Contains(m.offload_modules, "attn_norm");

@@ -38,6 +38,7 @@ enum ActTensor : int {
   kSharedFc2In,       // shared-expert linear_fc2 input
   kSharedGateOut,     // shared-expert gate: the shared output (and gate score) its multiply keeps
   kSharedFc1Input,    // shared-expert overlap with SP: fc1's own all-gathered input
+  kMoePermuteMap,     // the alltoall dispatcher's permutation map (int32 row map or int64 indices)
   kMoeLoraInput,      // MoE layer LoRA-A inputs: dispatched tokens, expert act output, shared
   kMoeLoraHidden,     // MoE layer LoRA-A outputs (rank-`dim` activations)
   kLoraInput,         // LoRA-A inputs the frozen base does not keep (gathered SP input)
@@ -105,6 +106,9 @@ struct ActContext {
   // moe_shared_expert_overlap with SP under TP, where the shared expert all-gathers its input
   // itself and its linear_fc1 (parallel_mode None) keeps the gathered copy.
   bool shared_gate = false, shared_overlap_gather = false;
+  // Bytes per local token the alltoall dispatcher's first permutation keeps for backward
+  // (0 for the other dispatchers, not modelled).
+  std::int64_t permute_map_per_token = 0;
   // Fine-grained activation offloading (offload_modules): which modules' saved inputs go to
   // the host after their forward and come back for their backward.
   bool off_norm1 = false, off_qkv = false, off_core_attn = false, off_proj = false,

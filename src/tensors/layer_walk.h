@@ -114,6 +114,7 @@ typename Exec::Handle LayerForward(const LayerSizes& z, const LayerShape& s, Lay
   save(kLn2Output);
   const Handle g2 = fwd(kFwdLn2Gather);
   save(kMoeRouter);
+  save(kMoePermuteMap);
   const Handle dispatch = fwd(kFwdMoeDispatch);
   save(kMoeDispatch);
   x.Free(dispatch);
@@ -187,9 +188,10 @@ typename Exec::Handle LayerBackward(const LayerSizes& z, const LayerShape& s,
     w[t] = x.Alloc(z.bwd[t], BwdTransientName(static_cast<BwdTransient>(t)));
   }
   for (int t = kBwdGradGather; t < kBwdFc1Dgrad; ++t) x.Free(w[t]);
-  for (int slot : {kLn2Output, kMlpFc1Out, kMlpActParts, kMlpFc2In, kMlpDropoutMask, kMoeRouter,
-                   kMoeDispatch, kMoeFc1Out, kMoeActParts, kMoeFc2In, kMoeCombine, kSharedFc1Out,
-                   kSharedFc2In, kSharedGateOut, kSharedFc1Input, kMoeLoraInput, kMoeLoraHidden}) {
+  for (int slot :
+       {kLn2Output, kMlpFc1Out, kMlpActParts, kMlpFc2In, kMlpDropoutMask, kMoeRouter, kMoeDispatch,
+        kMoeFc1Out, kMoeActParts, kMoeFc2In, kMoeCombine, kSharedFc1Out, kSharedFc2In,
+        kSharedGateOut, kSharedFc1Input, kMoePermuteMap, kMoeLoraInput, kMoeLoraHidden}) {
     x.Release(slot);
   }
   // As in forward: with SP the dgrad output is reduce-scattered and freed; without, it is

@@ -152,6 +152,9 @@ struct ModelBase {
   std::vector<int> moe_layer_freq = {1};  // one int (every k-th layer) or a 0/1 flag per layer
   bool moe_layer_freq_is_list = false;
   bool moe_grouped_gemm = false;
+  // TE's fused permutation (moe_permute_fusion): its int32 row map replaces the unfused
+  // path's int64 sorted indices as what the permutation keeps for backward.
+  bool moe_permute_fusion = false;
   MoeTokenDispatcher moe_token_dispatcher_type = MoeTokenDispatcher::kAllgather;
   std::optional<std::int64_t> moe_latent_size;
   bool moe_router_enable_expert_bias = false;

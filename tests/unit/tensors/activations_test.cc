@@ -246,6 +246,25 @@ TEST(ActivationsTest, SharedExpertGateAndOverlapKeepTheirTensors) {
   EXPECT_EQ(a[kSharedGateOut] + a[kSharedFc1Input], 0);
 }
 
+// The alltoall dispatcher's permutation keeps its map for backward and the un-permute:
+// TE's fused kernel an int32 [tokens, 2E + 1] row map, the unfused path the int64 sorted
+// indices (one per routed copy); the other dispatchers are not modelled.
+TEST(ActivationsTest, AlltoallPermutationKeepsItsMap) {
+  auto job = TinyJob();  // 4 tokens
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 8;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 0);  // allgather
+  job.model.moe_token_dispatcher_type = model::MoeTokenDispatcher::kAlltoall;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 4 * 8 * 2);
+  job.model.moe_permute_fusion = true;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 4 * 4 * (2 * 4 + 1));
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMoePermuteMap], 0);  // dense
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"moe"};
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 0);
+}
+
 // Megatron-Core < 0.13 un-permutes with the probabilities, which keeps the expert outputs;
 // from 0.13 the experts' activation applies them (model/versions.h McoreProbsInExperts).
 TEST(ActivationsTest, MoeCombineKeptOnlyBeforeMegatronCore013) {
