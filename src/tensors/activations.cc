@@ -64,6 +64,8 @@ constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
     {"act.moe_lora_hidden", "MoE layer LoRA-A outputs (rank-dim activations) saved by LoRA-B"},
     {"act.lora_input", "LoRA-A inputs (SP-gathered norm output unless re-gather applies)"},
     {"act.lora_hidden", "LoRA-A outputs (rank-dim activations) saved by LoRA-B"},
+    {"act.dora_scaled",
+     "DoRA: each target's base plus adapter output, kept by mag_norm_scale * (...)"},
     {"act.post_norm_input",
      "linear_proj and linear_fc2 outputs saved by their post norms (Gemma "
      "TERowParallelLinearLayerNorm)"},
@@ -298,6 +300,18 @@ void FillLora(const ActContext& c, bool moe_layer, bool fp8_layer, ActBytes& a) 
   }
   a[kLoraInput] = input;
   a[kLoraHidden] = act * c.lora_dim * targets;
+  // Bridge 067f987d peft/dora_layers.py DoRALinear.forward: `mag_norm_scale * (linear_output
+  // + adapter_output)` keeps the sum (the magnitude is trained): the target's output, the
+  // full sequence on its local columns for linear_qkv / linear_fc1, the sequence shard
+  // (reduce-scattered under SP) of the hidden size for linear_proj / linear_fc2.
+  if (c.dora && !c.mla) {
+    std::int64_t out = 0;
+    if (c.lora_qkv) out += act * AttentionQkvWidth(c);
+    if (c.lora_proj) out += act * c.h / c.hid_div;
+    if (c.lora_fc1 && !moe_layer && !c.recompute_mlp) out += act * c.glu_factor * c.ffn / c.tp;
+    if (c.lora_fc2 && !moe_layer && !c.recompute_mlp) out += act * c.h / c.hid_div;
+    a[kDoraScaled] = out;
+  }
   if (moe_layer && !c.recompute_moe) FillMoeLora(c, a);
 }
 
@@ -447,6 +461,7 @@ ActContext MakeActContext(const model::Job& job) {
     c.lora_fc1 = Targets(*job.peft, "linear_fc1");
     c.lora_fc2 = Targets(*job.peft, "linear_fc2");
     c.lora_regather = RegatherEligible(job);
+    c.dora = job.peft->method == model::PeftMethod::kDora;
   }
   return c;
 }

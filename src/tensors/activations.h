@@ -43,6 +43,7 @@ enum ActTensor : int {
   kMoeLoraHidden,     // MoE layer LoRA-A outputs (rank-`dim` activations)
   kLoraInput,         // LoRA-A inputs the frozen base does not keep (gathered SP input)
   kLoraHidden,        // LoRA-A outputs (rank-`dim` activations)
+  kDoraScaled,        // DoRA: each target's base + adapter output, kept by the magnitude multiply
   kPostNormInput,     // Gemma 2/3: linear_proj and linear_fc2 outputs, saved by their post norms
   kCheckpointInput,   // full recompute: the checkpointed unit's input
   kNumActTensors,
@@ -119,6 +120,7 @@ struct ActContext {
   std::int64_t lora_expert_fc1_dim = 0;  // ... of linear_fc1 (rounded up to ETP)
   bool lora_qkv = false, lora_proj = false, lora_fc1 = false, lora_fc2 = false;
   bool lora_regather = false;
+  bool dora = false;  // peft._target_ DoRA
 };
 
 // Builds the context from a job's effective values.

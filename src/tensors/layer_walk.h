@@ -139,6 +139,7 @@ typename Exec::Handle LayerForward(const LayerSizes& z, const LayerShape& s, Lay
   save(kMlpDropoutMask);
   save(kLoraInput);
   save(kLoraHidden);
+  save(kDoraScaled);
   // The residual add: the layer output, the next layer's input (act.ln1_input).
   const Handle output = x.Alloc(s.local_hidden, "act.layer_output");
   x.Free(fc2);
@@ -235,8 +236,8 @@ typename Exec::Handle LayerBackward(const LayerSizes& z, const LayerShape& s,
   x.Free(dgrad);
   x.Free(attn_rs);
   x.Free(mid);
-  for (int slot :
-       {kLn1Input, kAttnDropoutMask, kLoraInput, kLoraHidden, kPostNormInput, kCheckpointInput})
+  for (int slot : {kLn1Input, kAttnDropoutMask, kLoraInput, kLoraHidden, kDoraScaled,
+                   kPostNormInput, kCheckpointInput})
     x.Release(slot);
   for (Handle h : replay) x.Free(h);
   return grad_in;

@@ -64,3 +64,34 @@ TEST(SharedExpertSynthTest, GateAndOverlapTensorsMatchTheEstimate) {
 
 }  // namespace
 }  // namespace memtune::synth
+
+namespace memtune::synth {
+namespace {
+
+// DoRA's kept sums (act.dora_scaled) are in the trace as in the estimate, and only for DoRA.
+TEST(DoraSynthTest, ScaledOutputsMatchTheEstimate) {
+  auto job = estimate::testing::Llama70BJob();
+  job.model.num_layers = 8;
+  job.model.pipeline_model_parallel_size = 2;
+  job.model.virtual_pipeline_model_parallel_size = std::nullopt;
+  job.memtune.world_size = 16;
+  job.peft = model::PeftConfig{};
+  job.peft->dim = 16;
+  job.peft->target_modules = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+  for (auto method : {model::PeftMethod::kLora, model::PeftMethod::kDora}) {
+    job.peft->method = method;
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e) << e.error().Describe();
+    auto synth = TraceSynthesizer::Create(job);
+    ASSERT_TRUE(synth) << synth.error().Describe();
+    testing::Recorder rec;
+    rec.keep_events = true;
+    synth->Synthesize(0, rec);
+    EXPECT_TRUE(rec.errors.empty());
+    EXPECT_EQ(Largest(rec, "act.dora_scaled") > 0, method == model::PeftMethod::kDora);
+    EXPECT_EQ(rec.peak_bytes, e->ranks[0].allocated_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace memtune::synth

@@ -265,6 +265,24 @@ TEST(ActivationsTest, AlltoallPermutationKeepsItsMap) {
   EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 0);
 }
 
+// DoRA (Bridge peft/dora_layers.py): `mag_norm_scale * (linear_output + adapter_output)`
+// keeps the sum, one output-sized tensor per target; LoRA keeps none.
+TEST(ActivationsTest, DoraKeepsEachTargetsScaledOutput) {
+  auto job = TinyJob();  // 4 tokens, h 8, q 8 + k 4 x 2 + v 4 x 2 (24), ffn 16 gated
+  job.peft = model::PeftConfig{};
+  job.peft->dim = 2;
+  job.peft->target_modules = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kDoraScaled], 0);
+  job.peft->method = model::PeftMethod::kDora;
+  auto a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kDoraScaled], 4 * 2 * (24 + 8 + 2 * 16 + 8));
+  // mlp recompute re-makes the MLP's (fc1 and fc2) in backward.
+  job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
+  job.model.recompute_modules = {"mlp"};
+  a = LayerActivations(MakeActContext(job), false, true);
+  EXPECT_EQ(a[kDoraScaled], 4 * 2 * (24 + 8));
+}
+
 // Megatron-Core < 0.13 un-permutes with the probabilities, which keeps the expert outputs;
 // from 0.13 the experts' activation applies them (model/versions.h McoreProbsInExperts).
 TEST(ActivationsTest, MoeCombineKeptOnlyBeforeMegatronCore013) {
