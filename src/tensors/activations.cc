@@ -440,6 +440,14 @@ ActContext MakeActContext(const model::Job& job) {
   if (m.moe_token_dispatcher_type == model::MoeTokenDispatcher::kAlltoall && c.experts > 0) {
     c.permute_map_per_token =
         m.moe_permute_fusion ? 4 * (2 * c.experts + 1) : 8 * static_cast<std::int64_t>(c.topk);
+    // With several local experts the received tokens are sorted by expert after the
+    // all-to-all and back before it (sort_chunks_by_idxs in dispatch_postprocess and
+    // combine_preprocess): fused, TE's moe_sort_chunks_by_index keeps an int32 row map per
+    // received token each time (make_chunk_sort_map, _moe_chunk_sort_setup_context); the
+    // unfused torch.cat of the chunks keeps nothing.
+    const std::int64_t local_experts = c.experts / std::max(1, m.expert_model_parallel_size);
+    if (m.moe_permute_fusion && local_experts > 1)
+      c.permute_map_per_token += 2 * 4 * static_cast<std::int64_t>(c.topk) * c.etp;
   }
   c.shared_overlap_gather = m.moe_shared_expert_overlap && m.sequence_parallel && c.tp > 1;
   if (m.fine_grained_activation_offloading) {

@@ -258,6 +258,10 @@ TEST(ActivationsTest, AlltoallPermutationKeepsItsMap) {
   job.model.moe_token_dispatcher_type = model::MoeTokenDispatcher::kAlltoall;
   EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 4 * 8 * 2);
   job.model.moe_permute_fusion = true;
+  // The row map, and with 4 local experts the two chunk sorts' int32 maps per routed copy.
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap],
+            4 * 4 * (2 * 4 + 1) + 4 * 2 * 4 * 2);
+  job.model.expert_model_parallel_size = 4;  // one local expert: no chunk sort
   EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 4 * 4 * (2 * 4 + 1));
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMoePermuteMap], 0);  // dense
   job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
