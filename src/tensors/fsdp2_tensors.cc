@@ -35,11 +35,15 @@ Status CheckPipelineModelled(const model::Job& job) {
   const bool interleaved =
       job.memtune.fsdp2.pipeline_schedule == model::Fsdp2PipelineSchedule::kInterleaved1F1B;
   if (interleaved != (v > 1)) {
-    return InvalidConfig("model.virtual_pipeline_model_parallel_size",
-                         interleaved ? "Interleaved1F1B needs at least 2 stages per rank "
-                                       "(torchtitan's default: 2)"
-                                     : "several stages per rank need the Interleaved1F1B "
-                                       "schedule (memtune.fsdp2.pipeline_schedule)");
+    const std::string field = "model.virtual_pipeline_model_parallel_size";
+    if (interleaved) {
+      return InvalidConfig(field, "Interleaved1F1B needs at least 2 stages per rank",
+                           "allowed: set " + field + " to 2 (torchtitan's default) or 3");
+    }
+    return InvalidConfig(
+        field,
+        field + " = " + std::to_string(v) + " stages per rank needs the Interleaved1F1B schedule",
+        "allowed: set memtune.fsdp2.pipeline_schedule: Interleaved1F1B");
   }
   // The runtime schedule keeps at most 3 local stages gathered (_add_unshard_reshard,
   // max_active_stages=3); beyond that stages are resharded mid-step: not modelled.
