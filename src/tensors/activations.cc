@@ -109,6 +109,35 @@ bool RegatherEligible(const model::Job& job) {
 //  - unfused attention with GQA repeats k and v to every head and saves those copies (TE
 //    backends.py UnfusedDotProductAttention, MCore dot_product_attention.py): 3q.
 //  - MCore's local attention without GQA saves MCore's q, k, v as they are.
+// What MLA's up-projections keep per token (Megatron-LM d98e8a64 gpt_layer_specs.py
+// get_gpt_layer_with_transformer_engine_submodules, mla_qk_norm_config.py
+// _resolve_mla_qk_layernorm, multi_latent_attention.py get_query_key_value_tensors). The
+// down-projections run on the sequence shard under SP, so their outputs, q_compressed and
+// kv_compressed (a split of the kv output, TE's input copy), are local. With qk_layernorm the
+// up-projections are TE norm+linears (column_parallel_layer_norm_linear): each keeps its
+// input for the norm backward, its own norm output (ln_out, local under SP) for the weight
+// gradient and an fp32 rstdev per token; without a q LoRA the resolver makes linear_q_proj
+// that norm+linear over the hidden states, whose input the down-projection keeps already.
+// Without qk_layernorm they are column-parallel linears keeping their input. A frozen base
+// keeps no input for a weight gradient (the norm inputs stay). RoPE on the k position part
+// keeps only its cos/sin, so that part is not kept.
+std::int64_t MlaUpProjectionSaved(const ActContext& c, bool fp8_layer) {
+  const std::int64_t act = c.act_bytes, gemm_in = fp8_layer ? 1 : c.act_bytes;
+  const std::int64_t wgrad_in = c.frozen_base ? 0 : gemm_in;
+  std::int64_t per_token = 0;
+  if (c.mla_norm_linears) {
+    per_token += (act + wgrad_in) * c.mla_kv_lora + 4;  // kv_up: input copy, ln_out, rstdev
+    if (c.mla_q_rank > 0) {
+      per_token += (act + wgrad_in) * c.mla_q_rank + 4;  // q_up over q_compressed
+    } else {
+      per_token += wgrad_in * c.h + 4;  // linear_q_proj's own norm output over the hidden
+    }
+  } else {
+    per_token += wgrad_in * (c.mla_q_rank + c.mla_kv_lora);
+  }
+  return per_token / c.hid_div;
+}
+
 std::int64_t AttentionQkvWidth(const ActContext& c) {
   const std::int64_t q = c.q_width / c.tp, kv = c.kv_width_per_rank, mixed = q + 2 * kv;
   const std::int64_t as_given = (c.rope || c.gqa ? q : 0) + (c.rope ? kv : 0) + mixed;
@@ -139,7 +168,8 @@ void FillAttention(const ActContext& c, bool fp8_layer, ActBytes& a) {
     // run, although core attention saved them: recomputed in backward.
     a[kAttnQkv] =
         c.recompute_mla_up ? 0 : act * c.heads_per_rank * (2 * c.mla_qk_width + c.mla_v_width);
-    a[kAttnMlaLatent] = act * (c.mla_q_rank + c.mla_kv_rank);
+    a[kAttnMlaLatent] = c.recompute_mla_up ? act * (c.mla_q_rank + c.mla_kv_rank)  // inputs
+                                           : MlaUpProjectionSaved(c, fp8_layer);
   } else {
     a[kAttnQkv] = act * AttentionQkvWidth(c);
     // attention.py get_query_key_value_tensors: q_layernorm / k_layernorm (TENorm) normalize
@@ -411,6 +441,8 @@ ActContext MakeActContext(const model::Job& job) {
   c.mla = m.multi_latent_attention;
   c.mla_q_rank = m.q_lora_rank.value_or(0);
   c.mla_kv_rank = m.kv_lora_rank + m.qk_pos_emb_head_dim;
+  c.mla_kv_lora = m.kv_lora_rank;
+  c.mla_norm_linears = m.qk_layernorm;
   c.mla_qk_width = m.qk_head_dim + m.qk_pos_emb_head_dim;
   c.mla_v_width = m.v_head_dim;
   c.hidden_dropout = m.hidden_dropout;

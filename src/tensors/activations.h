@@ -86,6 +86,8 @@ struct ActContext {
   std::int64_t fc1_wgrad_dense = 0, fc1_wgrad_moe = 0;
   bool mla = false;
   std::int64_t mla_q_rank = 0, mla_kv_rank = 0, mla_qk_width = 0, mla_v_width = 0;
+  std::int64_t mla_kv_lora = 0;   // kv_lora_rank alone (mla_kv_rank adds the rope part)
+  bool mla_norm_linears = false;  // qk_layernorm: the up-projections are TE norm+linears
   double hidden_dropout = 0;
   // Unfused core attention (TE UnfusedDotProductAttention or MCore DotProductAttention):
   // bytes saved per attention-score element by the softmax, and by the attention dropout.

@@ -444,6 +444,31 @@ TEST(ActivationsTest, FineGrainedOffloadingMovesTheListedModulesTensors) {
   EXPECT_EQ(SumBytes(OffloadedTensors(MakeActContext(job), false, kept)), 0);
 }
 
+// MLA's up-projections (Megatron-LM d98e8a64): with qk_layernorm TE norm+linears keep their
+// input, their norm output and an fp32 rstdev per token; without a q LoRA linear_q_proj is
+// that norm+linear over the hidden states (only its norm output is new); without
+// qk_layernorm plain linears keep their input. Sequence-sharded under SP.
+TEST(ActivationsTest, MlaUpProjectionsKeepWhatTheirLinearsSave) {
+  auto job = TinyJob();  // 4 tokens, h 8, bf16
+  job.model.multi_latent_attention = true;
+  job.model.q_lora_rank = 6;
+  job.model.kv_lora_rank = 4;
+  job.model.qk_head_dim = 4;
+  job.model.qk_pos_emb_head_dim = 2;
+  job.model.v_head_dim = 4;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnMlaLatent], 4 * 2 * (6 + 4));
+  job.model.qk_layernorm = true;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnMlaLatent],
+            4 * ((2 + 2) * 4 + 4 + (2 + 2) * 6 + 4));
+  job.model.q_lora_rank.reset();
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnMlaLatent],
+            4 * ((2 + 2) * 4 + 4 + 2 * 8 + 4));
+  job.model.tensor_model_parallel_size = 2;
+  job.model.sequence_parallel = true;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kAttnMlaLatent],
+            4 * (((2 + 2) * 4 + 4 + 2 * 8 + 4) / 2));
+}
+
 TEST(ActivationsTest, MlaUpProjRecomputeFreesTheCoreAttentionsQkv) {
   auto job = TinyJob();
   job.model.multi_latent_attention = true;
