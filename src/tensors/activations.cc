@@ -287,7 +287,11 @@ void FillMoeLora(const ActContext& c, ActBytes& a) {
   }
   if (c.shared_ffn > 0 && !c.recompute_shared) {
     if (c.lora_fc1) {
-      input += c.hid_div > 1 && !c.lora_regather ? act * c.h : 0;
+      // With the overlap the adapter takes the shared expert's own gathered copy and cannot
+      // re-gather (Bridge 067f987d peft/utils.py get_adapter_attributes_from_linear:
+      // parallel_mode None disables the sequence-parallel communication).
+      const bool gathered = c.shared_overlap_gather || (c.hid_div > 1 && !c.lora_regather);
+      input += gathered ? act * c.h : 0;
       hidden += act * c.lora_dim;
     }
     if (c.lora_fc2) {

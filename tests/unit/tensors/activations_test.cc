@@ -239,6 +239,20 @@ TEST(ActivationsTest, SharedExpertGateAndOverlapKeepTheirTensors) {
   a = LayerActivations(MakeActContext(job), true, true);
   EXPECT_EQ(a[kSharedFc1Input], 4 * 2 * 8);
   EXPECT_EQ(a[kSharedGateOut], 4 * 2 * (8 + 1) / 2);
+  // LoRA on the shared fc1 under the overlap: the frozen base keeps no input, the adapter
+  // keeps the gathered copy even with re-gather on (the overlap disables it).
+  job.peft = model::PeftConfig{};
+  job.peft->dim = 2;
+  job.peft->target_modules = {"linear_fc1"};
+  job.peft->sequence_parallel_input_regather = true;
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(a[kSharedFc1Input], 0);
+  const std::int64_t with_overlap = a[kMoeLoraInput];
+  job.model.moe_shared_expert_overlap = false;
+  a = LayerActivations(MakeActContext(job), true, true);
+  EXPECT_EQ(with_overlap - a[kMoeLoraInput], 4 * 2 * 8);
+  job.model.moe_shared_expert_overlap = true;
+  job.peft.reset();
   // Recomputing the shared experts drops both (re-made in backward).
   job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
   job.model.recompute_modules = {"shared_experts"};
