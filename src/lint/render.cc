@@ -23,8 +23,15 @@ std::string SourceText(const Finding& f) {
 
 std::string SourceText(const SourceRef& r) {
   std::string s(r.repo);
-  if (!r.path.empty()) s += (s.empty() ? "" : " ") + std::string(r.path);
-  if (!r.version.empty()) s += " @ " + std::string(r.version);
+  // Appended piece by piece: GCC 12's -Wrestrict misfires on `"literal" + std::string`.
+  if (!r.path.empty()) {
+    if (!s.empty()) s += ' ';
+    s += r.path;
+  }
+  if (!r.version.empty()) {
+    s += " @ ";
+    s += r.version;
+  }
   return s;
 }
 

@@ -13,7 +13,12 @@ using alloc::FormatSize;
 using json = nlohmann::json;
 
 std::string Where(const diagnose::Evidence& e) {
-  return e.source + (e.line > 0 ? ":" + std::to_string(e.line) : "");
+  std::string where = e.source;  // appended: GCC 12's -Wrestrict misfires on "x" + string
+  if (e.line > 0) {
+    where += ':';
+    where += std::to_string(e.line);
+  }
+  return where;
 }
 
 std::string EvidenceLine(const diagnose::Evidence& e) {

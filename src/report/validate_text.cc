@@ -96,7 +96,10 @@ std::string RenderValidateText(const assess::ValidationReport& report) {
                     throughput ? "-" : c.measured.rank, after_cell(c),
                     throughput ? Value(c.measured.measured_value) : Gb(c.measured.measured_bytes),
                     Cell(c.accurate));
-    for (const auto& p : c.compare) out += " " + Cell(p);
+    for (const auto& p : c.compare) {
+      out += ' ';  // appended: GCC 12's -Wrestrict misfires on " " + string
+      out += Cell(p);
+    }
     out += "\n";
   }
   out += "(GB = 1e9 bytes; error = (predicted - measured) / measured)\n";
