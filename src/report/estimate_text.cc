@@ -62,6 +62,7 @@ void AppendTable(std::string& out, const estimate::Estimate& e) {
       // Nine-column labels of RankEstimate::peak_phase.
       const char* phase = rank.peak_phase == "backward"        ? "backward"
                           : rank.peak_phase == "loss backward" ? "loss bwd"
+                          : rank.peak_phase == "forward"       ? "forward"
                                                                : "opt.step";
       out += fmt::format(" {:>9}", phase);
     }

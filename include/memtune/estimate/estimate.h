@@ -55,7 +55,8 @@ struct RankEstimate {
   // When the peak happens: "backward" (first backward after the warm-up forwards, all
   // in-flight activations held) or "optimizer step" (activations freed, optimizer
   // temporaries live); FSDP2 jobs also "loss backward" (the cross-entropy backward's fp32
-  // logits). Empty in the compatibility modes. A view of a literal, like Component::name.
+  // logits) and "forward" (a block's forward, on pipeline ranks caching many micro-batches).
+  // Empty in the compatibility modes. A view of a literal, like Component::name.
   std::string_view peak_phase;
   std::int64_t step_peak_bytes = 0;      // accurate mode: the optimizer-step total
   std::int64_t backward_peak_bytes = 0;  // accurate mode: the forward/backward total
