@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "fsdp2_parts.h"
 #include "fsdp2_pipeline.h"
 #include "tensors/fsdp2_backward.h"
 #include "tensors/fsdp2_forward.h"
@@ -25,19 +26,12 @@ using namespace ::memtune::tensors;  // NOLINT(google-build-using-namespace): th
 
 namespace {
 
-using Parts = std::vector<Component>;
-
-void Add(Parts& parts, const char* name, std::int64_t bytes, ComponentKind kind, const char* why,
-         bool explain) {
-  if (bytes <= 0) return;
-  parts.push_back(Component{name, bytes, kind, false, explain ? why : ""});
-}
-
-std::int64_t Total(const Parts& parts) {
-  std::int64_t total = 0;
-  for (const auto& c : parts) total += c.bytes;
-  return total;
-}
+using fsdp2::Add;
+using fsdp2::Elements;
+using fsdp2::PaddedElements;
+using fsdp2::Parts;
+using fsdp2::SumKinds;
+using fsdp2::Total;
 
 // Model state present at every moment of a steady-state step (optimizer state exists from
 // the first step on; gradients are set to None by zero_grad at the start of each step).
@@ -195,9 +189,7 @@ Parts HeaviestBlockBackward(const Fsdp2Facts& f, bool explain) {
 // tensors of the blocks before, the block input, and the block's own forward peak (the op
 // sequence the trace emits, tensors/fsdp2_forward.h).
 Parts HeaviestBlockForward(const Fsdp2Facts& f, bool explain) {
-  std::int64_t block = 0, root = 0;
-  for (const auto& p : f.block_params) block += p.Elements();
-  for (const auto& p : f.root_params) root += p.Elements();
+  const std::int64_t block = Elements(f.block_params), root = Elements(f.root_params);
   std::int64_t kept = 0, best_bytes = -1, best_kept = 0, best_peak = 0;
   int best = 0;
   for (int l = 0; l < f.layers; ++l) {
@@ -241,8 +233,7 @@ Parts HeaviestReduceScatter(const Fsdp2Facts& f, bool explain) {
   }
   Parts parts = BackwardBase(f, explain);
   AddPosition(AtBlock(f, best, best_kept), explain, parts);
-  std::int64_t unpadded = 0;
-  for (const auto& p : f.block_params) unpadded += p.Elements();
+  const std::int64_t unpadded = Elements(f.block_params);
   Add(parts, "grads.block_unsharded", f.param_bytes * unpadded, ComponentKind::kTransient,
       "the block's unsharded weight gradients, copied into the reduce-scatter input", explain);
   Add(parts, "fsdp.reduce_scatter_input", f.reduce_bytes * f.BlockUnshardedElements(),
@@ -264,8 +255,7 @@ Parts RootReduceScatter(const Fsdp2Facts& f, bool explain) {
       ComponentKind::kGradients, "fp32 gradient shards of every block", explain);
   Add(parts, "fsdp.root_unsharded", f.param_bytes * f.RootUnshardedElements(),
       ComponentKind::kTransient, "root group still all-gathered", explain);
-  std::int64_t root_elements = 0;
-  for (const auto& p : f.root_params) root_elements += p.Elements();
+  const std::int64_t root_elements = Elements(f.root_params);
   Add(parts, "grads.root_unsharded", f.param_bytes * root_elements, ComponentKind::kTransient,
       "output, final-norm and embedding (dense) weight gradients, copied into the reduce-scatter "
       "input",
@@ -287,28 +277,6 @@ Parts OptimizerStep(const Fsdp2Facts& f, bool explain) {
   Add(parts, "tmp.step", GradBytes(f), ComponentKind::kTransient,
       "foreach AdamW: _foreach_sqrt(exp_avg_sq), one fp32 tensor per parameter shard", explain);
   return parts;
-}
-
-// Sums a rank's components by kind.
-void SumKinds(RankEstimate& rank) {
-  rank.allocated_bytes = Total(rank.components);
-  for (const auto& c : rank.components) {
-    switch (c.kind) {
-      case ComponentKind::kParameters:
-      case ComponentKind::kGradients:
-      case ComponentKind::kOptimizer:
-        rank.model_state_bytes += c.bytes;
-        break;
-      case ComponentKind::kActivations:
-      case ComponentKind::kLogits:
-        rank.activation_bytes += c.bytes;
-        break;
-      case ComponentKind::kTransient:
-        rank.transient_bytes += c.bytes;
-        break;
-    }
-  }
-  rank.dense_bytes = rank.model_state_bytes;
 }
 
 // Pipeline parallelism: every stage walked (fsdp2_pipeline.cc), the highest reported.
@@ -374,26 +342,9 @@ Result<Estimate> EstimateFsdp2(const model::Job& job, const EstimateOptions& opt
   rank.pp_rank = 0;
   rank.components = std::move(moments[best].second);
   rank.peak_phase = moments[best].first;
-  rank.allocated_bytes = Total(rank.components);
   rank.layers = f.layers;
   rank.in_flight_microbatches = 1;
-  for (const auto& c : rank.components) {
-    switch (c.kind) {
-      case ComponentKind::kParameters:
-      case ComponentKind::kGradients:
-      case ComponentKind::kOptimizer:
-        rank.model_state_bytes += c.bytes;
-        break;
-      case ComponentKind::kActivations:
-      case ComponentKind::kLogits:
-        rank.activation_bytes += c.bytes;
-        break;
-      case ComponentKind::kTransient:
-        rank.transient_bytes += c.bytes;
-        break;
-    }
-  }
-  rank.dense_bytes = rank.model_state_bytes;
+  SumKinds(rank);
   Estimate e;
   e.mode = Mode::kAccurate;
   e.peak_pp_rank = 0;

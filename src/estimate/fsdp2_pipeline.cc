@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fsdp2_parts.h"
 #include "tensors/fsdp2_backward.h"
 #include "tensors/fsdp2_forward.h"
 
@@ -23,31 +24,11 @@ using namespace ::memtune::tensors;  // NOLINT(google-build-using-namespace): th
 
 namespace {
 
-using Parts = std::vector<Component>;
-
-void Add(Parts& parts, const char* name, std::int64_t bytes, ComponentKind kind, const char* why,
-         bool explain) {
-  if (bytes <= 0) return;
-  parts.push_back(Component{name, bytes, kind, false, explain ? why : ""});
-}
-
-std::int64_t Total(const Parts& parts) {
-  std::int64_t total = 0;
-  for (const auto& c : parts) total += c.bytes;
-  return total;
-}
-
-std::int64_t Elements(const std::vector<Fsdp2Param>& params) {
-  std::int64_t total = 0;
-  for (const auto& p : params) total += p.Elements();
-  return total;
-}
-
-std::int64_t PaddedElements(const std::vector<Fsdp2Param>& params, int shard) {
-  std::int64_t total = 0;
-  for (const auto& p : params) total += p.ShardElements(shard) * shard;
-  return total;
-}
+using fsdp2::Add;
+using fsdp2::Elements;
+using fsdp2::PaddedElements;
+using fsdp2::Parts;
+using fsdp2::Total;
 
 // The rank's highest moment so far, over all its local stages.
 struct RankBest {
@@ -90,18 +71,6 @@ class StageWalk {
   std::int64_t ShardGradBytes() const {
     return 4 * (f_.BlockShardElements() * f_.layers + f_.RootShardElements());
   }
-  // Every moment of a forward of this stage, `others` of its micro-batches cached besides
-  // it; `first`: the step's first forward of the stage, which all-gathers its groups.
-  void Forward(int others, bool first, bool any_backward) {
-    ForwardMoments(others, first, any_backward);
-  }
-  // Every moment of a backward of this stage, `others` of its micro-batches cached
-  // besides the one running; `any_backward`: an earlier backward made the accumulators.
-  void Backward(int others, bool any_backward);
-  // perform_reduce_grad after the stage's last backward.
-  void Reduce();
-  // The stage's optimizer step: its gradient shards and its _foreach_sqrt temporaries.
-  void Optimizer();
 
  private:
   // What block `l` keeps for backward; on a stage fed by the previous one, block 0's
@@ -179,10 +148,12 @@ class StageWalk {
     return block_acc_ * (f_.layers - 1 - l) + (f_.has_head ? root_acc_ : 0);
   }
 
-  // The moments inside a forward: each group's all-gather on the step's first forward (the
-  // flat output and the per-parameter copies both live), each block's own peak on top of
-  // what is live before it, and on the last stage the final norm and the loss.
-  void ForwardMoments(int others, bool first, bool any_backward) {
+ public:
+  // The moments inside a forward of this stage, `others` of its micro-batches cached
+  // besides it; `first`: the step's first forward, which all-gathers the groups (the flat
+  // output and the per-parameter copies both live); each block's own peak on top of what is
+  // live before it, and on the last stage the final norm and the loss.
+  void Forward(int others, bool first, bool any_backward) {
     const std::int64_t r = f_.tokens / f_.tp, h = f_.hidden;
     const std::int64_t block = f_.param_bytes * Elements(f_.block_params);
     const std::int64_t block_flat = f_.param_bytes * PaddedElements(f_.block_params, f_.shard);
@@ -239,7 +210,9 @@ class StageWalk {
     moment(gathered, kept + outside, 0, loss, "the logits and the cross-entropy's fp32 tensors");
   }
 
-  void BackwardMoments(int others, bool any_backward) {
+  // Every moment of a backward of this stage, `others` of its micro-batches cached besides
+  // the one running; `any_backward`: an earlier backward made the accumulators.
+  void Backward(int others, bool any_backward) {
     const std::int64_t io = IoBytes();
     const bool last = f_.has_head;
     // The logits the stage caches as its output, through the whole backward.
@@ -350,9 +323,10 @@ class StageWalk {
     }
   }
 
-  // perform_reduce_grad: each group's reduce-scatter input (reduce_dtype, padded) while
-  // every later group still holds its accumulator and parameters, the previous input held.
-  void ReduceMoments() {
+  // perform_reduce_grad after the stage's last backward: each group's reduce-scatter input
+  // (reduce_dtype, padded) while every later group still holds its accumulator and parameters, the
+  // previous input held.
+  void Reduce() {
     struct Group {
       std::int64_t acc, gathered, padded, shard;
     };
@@ -393,7 +367,8 @@ class StageWalk {
     }
   }
 
-  void OptimizerMoment() {
+  // The stage's optimizer step: its gradient shards and its _foreach_sqrt temporaries.
+  void Optimizer() {
     const std::int64_t shard = 4 * (f_.BlockShardElements() * f_.layers + f_.RootShardElements());
     Parts p = Base();
     Add(p, "grads", shard, ComponentKind::kGradients, "fp32 gradient shards", explain_);
@@ -402,6 +377,7 @@ class StageWalk {
     Consider(std::move(p), "optimizer step");
   }
 
+ private:
   const Fsdp2Facts& f_;
   bool explain_;
   Fsdp2BackwardPeak walks_[2];
@@ -411,10 +387,6 @@ class StageWalk {
   RankBest& best_;
   Parts external_;
 };
-
-void StageWalk::Backward(int others, bool any_backward) { BackwardMoments(others, any_backward); }
-void StageWalk::Reduce() { ReduceMoments(); }
-void StageWalk::Optimizer() { OptimizerMoment(); }
 
 // What the rank holds besides the stage a moment is on: the batch and workspaces, and each
 // other local stage's state, gathered parameters, gradients and cached micro-batches.

@@ -351,7 +351,7 @@ Result<std::vector<int>> Fsdp2StageLayers(std::int64_t num_layers, int pp) {
   if (pp <= 1) return std::vector<int>{static_cast<int>(num_layers)};
   const std::int64_t effective = num_layers + kInputWeight + kOutputWeight;
   const std::int64_t per_stage = effective / pp, extra = effective % pp;
-  if (per_stage < std::max(kInputWeight, kOutputWeight) || per_stage == 0) {
+  if (per_stage < std::max(kInputWeight, kOutputWeight)) {  // also "empty stages"
     return InvalidConfig("model.pipeline_model_parallel_size",
                          std::to_string(pp) + " stages for " + std::to_string(num_layers) +
                              " layers: torchtitan counts the embedding and the output as one "
@@ -373,17 +373,14 @@ Result<std::vector<int>> Fsdp2StageLayers(std::int64_t num_layers, int pp) {
 std::vector<Fsdp2Facts::Op> Fsdp2Facts::RankOrder() const {
   const int n = static_cast<int>(microbatches);
   std::vector<Op> order;
-  if (!Pipelined()) {  // no pipeline: each micro-batch's forward then its backward
-    for (int m = 0; m < n; ++m) order.insert(order.end(), {{true, 0, m}, {false, 0, m}});
-    return order;
-  }
-  if (schedule == model::Fsdp2PipelineSchedule::kGPipe) {
+  if (schedule == model::Fsdp2PipelineSchedule::kGPipe && Pipelined()) {
     for (int m = 0; m < n; ++m) order.push_back({true, 0, m});
     for (int m = 0; m < n; ++m) order.push_back({false, 0, m});
     return order;
   }
-  if (schedule == model::Fsdp2PipelineSchedule::k1F1B) {
-    // Schedule1F1B._step_microbatches: warmup_chunks = min(n, num_stages - stage_index).
+  if (schedule != model::Fsdp2PipelineSchedule::kInterleaved1F1B || !Pipelined()) {
+    // Schedule1F1B._step_microbatches: warmup_chunks = min(n, num_stages - stage_index);
+    // one stage (no pipeline) alternates forward and backward.
     const int warmup = std::min(n, pp - stage);
     int forward = 0, backward = 0;
     while (forward < warmup) order.push_back({true, 0, forward++});

@@ -71,8 +71,8 @@ struct Fsdp2Facts {
   bool loss_parallel = false;  // TP > 1: torchtitan's loss_parallel (DTensor handlers)
 
   // Pipeline parallelism (torchtitan v0.2.2 distributed/pipeline_parallel.py with the
-  // single-stage schedules of torch.distributed.pipelining): this rank holds stage `stage`
-  // of `pp`, blocks [first_layer, first_layer + layers); stage 0 the embedding, the last
+  // schedules of torch.distributed.pipelining): stage `stage` of pp x virtual_stages,
+  // blocks [first_layer, first_layer + layers); stage 0 the embedding, the last
   // stage the final norm and output. Each stage is its own FSDP root; the pipeline stage
   // turns off gradient sync and reshard-after-backward for every micro-batch
   // (stage.py backward_maybe_with_nosync), so every parameter keeps an unsharded gradient
@@ -90,7 +90,8 @@ struct Fsdp2Facts {
   bool Pipelined() const { return pp > 1; }
   // One boundary tensor between stages (the residual stream, sequence-sharded under TP).
   std::int64_t BoundaryBytes() const { return 2 * (tokens / tp) * hidden; }
-  // The rank's forward/backward order over its local stages. 1F1B (schedules.py
+  // The rank's forward/backward order over its local stages (without pipeline parallelism:
+  // each micro-batch's forward, then its backward). 1F1B (schedules.py
   // Schedule1F1B): min(n, pp - stage) forwards, then one backward and one forward in turn,
   // then the remaining backwards; GPipe: every forward, then every backward;
   // Interleaved1F1B (ScheduleInterleaved1F1B _get_1f1b_rank_ops): warm-up forwards, then a
