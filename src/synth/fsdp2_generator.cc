@@ -23,19 +23,42 @@ Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, EventSink& si
       own_emitter_(std::make_unique<Emitter>(sink)),
       emit_(*own_emitter_),
       label_(emit_.label()) {
-  shards_.resize(f_.layers + 1);
-  unsharded_.resize(f_.layers + 1);
-  gathered_.assign(f_.layers + 1, false);
-  block_saved_.resize(f_.layers);
+  SizeState();
 }
 
 Fsdp2Generator::Fsdp2Generator(const est_f& facts, int iterations, Emitter& shared)
     : f_(facts), iterations_(iterations), emit_(shared), label_(emit_.label()) {
+  SizeState();
+}
+
+void Fsdp2Generator::SizeState() {
   shards_.resize(f_.layers + 1);
   unsharded_.resize(f_.layers + 1);
   gathered_.assign(f_.layers + 1, false);
   block_saved_.resize(f_.layers);
   accumulated_.resize(f_.layers + 1);
+}
+
+alloc::HandleId Fsdp2Generator::Embed() {
+  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden;
+  Unshard(kRoot);
+  if (f_.tp == 1) return Alloc(2 * n * h, "act.block_input");
+  HandleId partial = Alloc(2 * n * h, "fwd.embedding_partial");
+  HandleId x = Alloc(2 * r * h, "act.block_input");
+  Free(partial);
+  return x;
+}
+
+void Fsdp2Generator::NormForOutput(HandleId x, std::vector<Named>& kept) {
+  Unshard(kRoot);
+  HandleId y = FinalNorm(kept);
+  Free(x);
+  if (f_.tp > 1) {  // output ColwiseParallel: Shard(1) input all-gathered to Replicate
+    HandleId gathered = Alloc(2 * f_.tokens * f_.hidden, "output.gemm_input");
+    Free(y);
+    y = gathered;
+  }
+  kept.push_back({"output.gemm_input", y});
 }
 
 alloc::HandleId Fsdp2Generator::Alloc(std::int64_t bytes, const char* tensor,
@@ -122,18 +145,7 @@ void Fsdp2Generator::ReduceScatter(int group, std::vector<HandleId>& unsharded_g
 
 void Fsdp2Generator::Forward(int microbatch) {
   label_ = EventLabel{Phase::kForward, label_.iteration, -1, microbatch, -1, ""};
-  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden;
-  Unshard(kRoot);
-  // tok_embeddings (RowwiseParallel under TP: partial sums, then reduce-scatter to the
-  // sequence shard). The embedding backward keeps only the token ids.
-  HandleId x;
-  if (f_.tp > 1) {
-    HandleId partial = Alloc(2 * n * h, "fwd.embedding_partial");
-    x = Alloc(2 * r * h, "act.block_input");
-    Free(partial);
-  } else {
-    x = Alloc(2 * n * h, "act.block_input");
-  }
+  HandleId x = Embed();
   for (int l = 0; l < f_.layers && !emit_.stopped(); ++l) {
     label_.layer = l;
     Unshard(l);
@@ -150,14 +162,7 @@ void Fsdp2Generator::Forward(int microbatch) {
   }
   label_.layer = -1;
   outside_.clear();
-  HandleId y = FinalNorm(outside_);
-  Free(x);
-  if (f_.tp > 1) {  // output ColwiseParallel: Shard(1) input all-gathered to Replicate
-    HandleId gathered = Alloc(2 * n * h, "output.gemm_input");
-    Free(y);
-    y = gathered;
-  }
-  outside_.push_back({"output.gemm_input", y});
+  NormForOutput(x, outside_);
   Loss();
 }
 
@@ -377,20 +382,7 @@ void Fsdp2Generator::StageForward(int microbatch) {
   label_ = EventLabel{Phase::kForward, label_.iteration, -1, microbatch, -1, ""};
   StageMicrobatch& s = stage_mb_[microbatch];
   s.block_saved.assign(f_.layers, {});
-  const std::int64_t n = f_.tokens, r = f_.tokens / f_.tp, h = f_.hidden;
-  HandleId x;
-  if (f_.has_embedding) {
-    Unshard(kRoot);
-    if (f_.tp > 1) {
-      HandleId partial = Alloc(2 * n * h, "fwd.embedding_partial");
-      x = Alloc(2 * r * h, "act.block_input");
-      Free(partial);
-    } else {
-      x = Alloc(2 * n * h, "act.block_input");
-    }
-  } else {
-    x = s.input = Alloc(f_.BoundaryBytes(), "pp.recv_input");
-  }
+  HandleId x = f_.has_embedding ? Embed() : (s.input = Alloc(f_.BoundaryBytes(), "pp.recv_input"));
   for (int l = 0; l < f_.layers && !emit_.stopped(); ++l) {
     label_.layer = f_.first_layer + l;
     Unshard(l);
@@ -410,15 +402,8 @@ void Fsdp2Generator::StageForward(int microbatch) {
     s.output = x;  // sent to the next stage, kept for this micro-batch's backward
     return;
   }
-  Unshard(kRoot);
-  HandleId y = FinalNorm(s.outside);
-  if (x != s.input) Free(x);  // a stage without blocks: its input stays cached
-  if (f_.tp > 1) {
-    HandleId gathered = Alloc(2 * n * h, "output.gemm_input");
-    Free(y);
-    y = gathered;
-  }
-  s.outside.push_back({"output.gemm_input", y});
+  // A stage without blocks: its input stays cached, the norm does not free it.
+  NormForOutput(x != s.input ? x : kNone, s.outside);
   s.output = Loss(/*keep_logits=*/true);  // the stage output: the logits
   s.loss_saved = std::move(loss_saved_);
   loss_saved_.clear();

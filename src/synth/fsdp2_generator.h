@@ -45,7 +45,15 @@ class Fsdp2Generator {
   const std::vector<tensors::Fsdp2Param>& Params(int group) const;
   std::vector<HandleId>& Unsharded(int group);
 
+  void SizeState();  // the per-group and per-block vectors, sized from the facts
   void Startup();
+  // tok_embeddings (RowwiseParallel under TP: partial sums, then reduce-scatter to the
+  // sequence shard; its backward keeps only the token ids), the root gathered first.
+  // Returns the first block's input.
+  HandleId Embed();
+  // The final norm on `x` (freed after it; kNone: nothing to free) and, under TP, the output
+  // layer's all-gathered input; what backward needs goes to `kept`.
+  void NormForOutput(HandleId x, std::vector<Named>& kept);
   void Unshard(int group);
   void Reshard(int group);
   void ReduceScatter(int group, std::vector<HandleId>& unsharded_grads, bool accumulate);
