@@ -93,4 +93,21 @@ inline model::Job Llama70BJob() {
   return job;
 }
 
+// Llama70BJob made a small MoE: 8 layers on PP 2 (no VPP), 8 experts of 4096 with top-2 on
+// grouped GEMMs, EP 2, 16 GPUs.
+inline model::Job MoeLlama70BJob() {
+  model::Job job = Llama70BJob();
+  auto& m = job.model;
+  m.num_layers = 8;
+  m.pipeline_model_parallel_size = 2;
+  m.virtual_pipeline_model_parallel_size = std::nullopt;
+  m.num_moe_experts = 8;
+  m.moe_router_topk = 2;
+  m.moe_ffn_hidden_size = 4096;
+  m.moe_grouped_gemm = true;
+  m.expert_model_parallel_size = 2;
+  job.memtune.world_size = 16;
+  return job;
+}
+
 }  // namespace memtune::estimate::testing

@@ -14,6 +14,7 @@ namespace memtune::synth {
 namespace {
 
 using estimate::testing::Llama70BJob;
+using estimate::testing::MoeLlama70BJob;
 using testing::Recorder;
 
 std::int64_t Largest(const Recorder& rec, const std::string& tensor) {
@@ -25,17 +26,8 @@ std::int64_t Largest(const Recorder& rec, const std::string& tensor) {
 }
 
 TEST(SharedExpertSynthTest, GateAndOverlapTensorsMatchTheEstimate) {
-  auto job = Llama70BJob();  // TP 4 with sequence parallelism, seq 8192, micro-batch 1
-  job.model.num_layers = 8;
-  job.model.pipeline_model_parallel_size = 2;
-  job.model.virtual_pipeline_model_parallel_size = std::nullopt;
-  job.model.num_moe_experts = 8;
-  job.model.moe_router_topk = 2;
-  job.model.moe_ffn_hidden_size = 4096;
-  job.model.moe_grouped_gemm = true;
+  auto job = MoeLlama70BJob();  // TP 4 with SP, micro-batch 1
   job.model.moe_shared_expert_intermediate_size = 4096;
-  job.model.expert_model_parallel_size = 2;
-  job.memtune.world_size = 16;
   job.model.moe_token_dispatcher_type = model::MoeTokenDispatcher::kAlltoall;  // for the overlap
   ASSERT_TRUE(job.model.sequence_parallel);
   const std::int64_t tokens = job.model.seq_length * job.train.micro_batch_size;
@@ -70,7 +62,7 @@ namespace {
 
 // DoRA's kept sums (act.dora_scaled) are in the trace as in the estimate, and only for DoRA.
 TEST(DoraSynthTest, ScaledOutputsMatchTheEstimate) {
-  auto job = estimate::testing::Llama70BJob();
+  auto job = Llama70BJob();
   job.model.num_layers = 8;
   job.model.pipeline_model_parallel_size = 2;
   job.model.virtual_pipeline_model_parallel_size = std::nullopt;

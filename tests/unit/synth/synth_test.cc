@@ -203,17 +203,8 @@ TEST(SynthTest, InvariantsLora) {
 // the peak of the first stage (a layer backward) matches it with and without adapters on
 // the MLP linears.
 TEST(SynthTest, LoraOnMoeLayersMatchesTheEstimate) {
-  auto job = Llama70BJob();
-  job.model.num_layers = 8;
-  job.model.pipeline_model_parallel_size = 2;
-  job.model.virtual_pipeline_model_parallel_size = std::nullopt;
-  job.model.num_moe_experts = 8;
-  job.model.moe_router_topk = 2;
-  job.model.moe_ffn_hidden_size = 4096;
+  auto job = estimate::testing::MoeLlama70BJob();
   job.model.moe_shared_expert_intermediate_size = 2048;
-  job.model.moe_grouped_gemm = true;
-  job.model.expert_model_parallel_size = 2;
-  job.memtune.world_size = 16;
   job.peft = model::PeftConfig{};
   std::int64_t peaks[2] = {};
   for (int mlp = 0; mlp < 2; ++mlp) {

@@ -84,16 +84,7 @@ TEST(VersionsSynthTest, TransformerEngineBefore23HasNoCachedWgradPlaceholders) {
 // Megatron-Core < 0.13 keeps the expert outputs for the weighted un-permute: one
 // act.moe_combine per MoE layer and micro-batch in flight, in the trace as in the estimate.
 TEST(VersionsSynthTest, MoeCombineFollowsMegatronCoreVersion) {
-  auto job = Llama70BJob();
-  job.model.num_layers = 8;
-  job.model.pipeline_model_parallel_size = 2;
-  job.model.virtual_pipeline_model_parallel_size = std::nullopt;
-  job.model.num_moe_experts = 8;
-  job.model.moe_router_topk = 2;
-  job.model.moe_ffn_hidden_size = 4096;
-  job.model.moe_grouped_gemm = true;
-  job.model.expert_model_parallel_size = 2;
-  job.memtune.world_size = 16;
+  auto job = estimate::testing::MoeLlama70BJob();
   std::int64_t peaks[2] = {0, 0};
   for (int old = 0; old < 2; ++old) {
     job.memtune.versions.megatron_core = old ? "0.12" : "";
