@@ -117,6 +117,21 @@ TEST(TorchtitanTomlTest, PipelineParallelJobsCountTheirMicroBatches) {
       "d.toml");
   ASSERT_FALSE(derived);
   EXPECT_EQ(derived.error().field, "parallelism.data_parallel_shard_degree");
+  // A batch or degree the micro-batch count is computed from must be a count.
+  auto zero = TorchtitanTomlToJob(
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 0\n"
+      "[parallelism]\ndata_parallel_shard_degree = 2\npipeline_parallel_degree = 2\n",
+      "z.toml");
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().field, "training.local_batch_size");
+  EXPECT_NE(zero.error().hint.find("1 to 1048575"), std::string::npos);
+  auto by_layers = TorchtitanTomlToJob(
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
+      "data_parallel_shard_degree = 2\npipeline_parallel_degree = 2\n"
+      "pipeline_parallel_layers_per_stage = 4\n",
+      "l.toml");
+  ASSERT_FALSE(by_layers);
+  EXPECT_EQ(by_layers.error().field, "parallelism.pipeline_parallel_layers_per_stage");
 }
 
 TEST(TorchtitanTomlTest, SelectiveCheckpointingByOpOrLayer) {

@@ -224,6 +224,17 @@ TEST(Fsdp2PipelineFactsTest, WhatThePipelineModelRefuses) {
   job = PipelinedJob();
   job.model.share_embeddings_and_output_weights = true;
   EXPECT_EQ(tensors::MakeFsdp2Facts(job).error().code, ErrorCode::kInvalidConfig);
+  // Interleaved1F1B: 5 micro-batches on 2 ranks are not a multiple of max(1, 5 / 2) rounds.
+  job = PipelinedJob();
+  job.model.virtual_pipeline_model_parallel_size = 2;
+  job.memtune.fsdp2.pipeline_schedule = model::Fsdp2PipelineSchedule::kInterleaved1F1B;
+  job.train.global_batch_size = 10;  // DP 2
+  auto rounds = tensors::MakeFsdp2Facts(job);
+  ASSERT_FALSE(rounds);
+  EXPECT_EQ(rounds.error().field, "train.global_batch_size");
+  job.train.global_batch_size = 8;
+  EXPECT_TRUE(tensors::MakeFsdp2Facts(job, 3));  // 2 ranks x 2 stages
+  EXPECT_EQ(tensors::MakeFsdp2Facts(job, 4).error().code, ErrorCode::kInvalidInput);
 }
 
 // The stage keeps every parameter's unsharded fp32 gradient from the first backward to the
@@ -232,20 +243,27 @@ TEST(Fsdp2PipelineSynthTest, GradientsAccumulateUntilOneReducePerGroup) {
   model::Job job = PipelinedJob();
   Recorder rec = Record(job, 0);
   int reduces = 0, accumulators = 0, gathers = 0;
-  bool reduced_before_last_backward = false;
-  int backwards_seen = 0;
+  // Per iteration: whether the last micro-batch's backward has started when each reduce
+  // comes, and whether any backward event follows a reduce.
+  bool reduced_early = false, backward_after_reduce = false;
+  int last_backward_iteration = -1, reduced_iteration = -1;
+  const int last_mb = static_cast<int>(job.train.global_batch_size / 2) - 1;  // DP 2
   for (const auto& ev : rec.events) {
+    const bool backward_op = ev.label.phase == Phase::kBackward && ev.label.microbatch >= 0;
+    if (backward_op && ev.label.microbatch == last_mb) last_backward_iteration = ev.label.iteration;
+    if (backward_op && reduced_iteration == ev.label.iteration) backward_after_reduce = true;
     if (ev.op != EventOp::kAlloc) continue;
     const std::string_view t = ev.label.tensor;
     if (t == "fsdp.reduce_scatter_input") {
       ++reduces;
-      if (backwards_seen < 4) reduced_before_last_backward = true;
+      if (last_backward_iteration != ev.label.iteration) reduced_early = true;
+      reduced_iteration = ev.label.iteration;
     }
     accumulators += t == "fsdp.accumulated_grad";
     gathers += t == "fsdp.all_gather_output";
-    if (t == "bwd.norm_dgrad" && ev.label.layer == 0) ++backwards_seen;  // block 0, twice each
   }
-  EXPECT_FALSE(reduced_before_last_backward);
+  EXPECT_FALSE(reduced_early);
+  EXPECT_FALSE(backward_after_reduce);
   EXPECT_EQ(reduces, 2 * 4);  // embedding + 3 blocks, two iterations
   EXPECT_EQ(gathers, 2 * 4);  // gathered once per step (no reshard after forward)
   // Per iteration: 9 block parameters x 3 blocks + the embedding, once (the first backward).
