@@ -192,8 +192,10 @@ Parts HeaviestBlockForward(const Fsdp2Facts& f, bool explain) {
   const std::int64_t block = Elements(f.block_params), root = Elements(f.root_params);
   std::int64_t kept = 0, best_bytes = -1, best_kept = 0, best_peak = 0;
   int best = 0;
+  const std::int64_t peaks[2] = {WalkBlockForward(f, false).peak_bytes,
+                                 WalkBlockForward(f, true).peak_bytes};
   for (int l = 0; l < f.layers; ++l) {
-    const std::int64_t peak = WalkBlockForward(f, l).peak_bytes;
+    const std::int64_t peak = peaks[f.Checkpointed(l) ? 1 : 0];
     const std::int64_t gathered = f.param_bytes * block * (f.reshard_after_forward ? 1 : l + 1);
     const std::int64_t bytes = gathered + kept + peak;
     if (bytes > best_bytes) best_bytes = bytes, best = l, best_kept = kept, best_peak = peak;

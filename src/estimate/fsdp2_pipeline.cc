@@ -45,7 +45,8 @@ class StageWalk {
       : f_(f), explain_(explain), best_(best) {
     walks_[0] = WalkBlockBackward(f, false);
     walks_[1] = WalkBlockBackward(f, true);
-    for (int l = 0; l < f.layers; ++l) forwards_.push_back(WalkBlockForward(f, l));
+    forwards_[0] = WalkBlockForward(f, false);
+    forwards_[1] = WalkBlockForward(f, true);
     for (int l = 0; l < f.layers; ++l) {
       kept_.push_back(KeptOf(l));
       kept_sum_ += kept_.back();
@@ -188,7 +189,7 @@ class StageWalk {
         moment(gathered, kept, x, block_flat + block, "the block's all-gather output and copies");
         gathered += block;
       }
-      moment(gathered, kept, x, forwards_[l].peak_bytes,
+      moment(gathered, kept, x, forwards_[f_.Checkpointed(l) ? 1 : 0].peak_bytes,
              "the block's tensors at its forward's peak (saved and working)");
       kept += kept_[l];
     }
@@ -381,7 +382,7 @@ class StageWalk {
   const Fsdp2Facts& f_;
   bool explain_;
   Fsdp2BackwardPeak walks_[2];
-  std::vector<Fsdp2ForwardPeak> forwards_;  // [block]
+  Fsdp2ForwardPeak forwards_[2];  // [checkpointed]
   std::vector<std::int64_t> kept_;
   std::int64_t kept_sum_ = 0, block_acc_ = 0, root_acc_ = 0;
   RankBest& best_;

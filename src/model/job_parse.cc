@@ -109,6 +109,7 @@ Status CheckKeys(const YAML::Node& node, const SectionSpec& spec, ParseContext& 
 // refused by CheckKeys before the index is read.
 class KeyIndex {
  public:
+  KeyIndex() = default;  // an absent section: every field undefined
   explicit KeyIndex(const YAML::Node& map) {
     for (const auto& kv : map) {
       if (kv.first.IsScalar()) values_.emplace(kv.first.Scalar(), kv.second);
@@ -132,7 +133,7 @@ Status ReadSection(const YAML::Node& node, const SectionSpec& spec, ParseContext
     return WrongType(node, spec.path, "a mapping", "a mapping of " + spec.path + " fields");
   }
   if (has_map) MEMTUNE_RETURN_IF_ERROR(CheckKeys(node, spec, ctx));
-  const KeyIndex section(has_map ? node : YAML::Node(YAML::NodeType::Map));
+  const KeyIndex section = has_map ? KeyIndex(node) : KeyIndex();
   for (const FieldSpec& f : spec.fields) {
     // Not YAML::Node(): a default-constructed node is a defined null.
     const YAML::Node value = section.Get(f.name);

@@ -50,7 +50,7 @@ struct Fsdp2Generator::Exec {
 
 alloc::HandleId Fsdp2Generator::BlockForward(int layer, bool recompute, std::vector<Named>& kept) {
   Exec x{*this, &kept, nullptr, {}};
-  const int out = tensors::Fsdp2BlockForward(f_, layer, recompute, x);
+  const int out = tensors::Fsdp2BlockForward(f_, f_.Checkpointed(layer), recompute, x);
   if (recompute && f_.ac == Fsdp2Ac::kSelectiveOp) {
     // The policy's cached outputs are consumed by the recompute.
     for (auto& t : kept) {

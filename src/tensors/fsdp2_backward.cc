@@ -103,9 +103,9 @@ class ForwardWalk {
 
 }  // namespace
 
-Fsdp2ForwardPeak WalkBlockForward(const Fsdp2Facts& f, int layer) {
+Fsdp2ForwardPeak WalkBlockForward(const Fsdp2Facts& f, bool checkpointed) {
   ForwardWalk walk;
-  const int out = Fsdp2BlockForward(f, layer, /*recompute=*/false, walk);
+  const int out = Fsdp2BlockForward(f, checkpointed, /*recompute=*/false, walk);
   return walk.Finish(out);
 }
 

@@ -23,18 +23,17 @@ namespace memtune::tensors {
 // `Exec` provides: int Alloc(std::int64_t bytes, const char* name) (a new tensor, its id);
 // void Free(int id) (ids < 0 are no-ops); void Keep(const char* name, int id) (a tensor the
 // block keeps for backward, reported once the forward is done). The block input is live
-// before and stays the caller's. `recompute`: the checkpoint's re-run in backward (stops
-// after the last saved tensor; the policy's cached outputs are not re-made). Returns the
-// block output's id (-1 when recomputing).
+// before and stays the caller's. `checkpointed`: the block runs under its checkpoint (what
+// the AC mode keeps; Fsdp2Facts::Checkpointed). `recompute`: the checkpoint's re-run in
+// backward (stops after the last saved tensor; the policy's cached outputs are not
+// re-made). Returns the block output's id (-1 when recomputing).
 template <class Exec>
-int Fsdp2BlockForward(const Fsdp2Facts& f, int layer, bool recompute, Exec& x) {
+int Fsdp2BlockForward(const Fsdp2Facts& f, bool checkpointed, bool recompute, Exec& x) {
   const bool sac = f.ac == Fsdp2Ac::kSelectiveOp;
   // kEager: the tensors autograd saves (no checkpoint, or a recompute re-creating them);
   // kSac: the policy's MUST_SAVE outputs; kNothing: a fully checkpointed block.
   enum class Keep { kEager, kSac, kNothing };
-  const Keep mode = recompute || !f.Checkpointed(layer) ? Keep::kEager
-                    : sac                               ? Keep::kSac
-                                                        : Keep::kNothing;
+  const Keep mode = recompute || !checkpointed ? Keep::kEager : sac ? Keep::kSac : Keep::kNothing;
   struct Entry {
     const char* name;
     int h;
@@ -204,6 +203,7 @@ struct Fsdp2ForwardPeak {
   std::int64_t kept_bytes = 0;
   std::int64_t output_bytes = 0;
 };
-Fsdp2ForwardPeak WalkBlockForward(const Fsdp2Facts& f, int layer);
+// `checkpointed`: the block runs under its checkpoint (Fsdp2Facts::Checkpointed).
+Fsdp2ForwardPeak WalkBlockForward(const Fsdp2Facts& f, bool checkpointed);
 
 }  // namespace memtune::tensors
