@@ -115,7 +115,12 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   r.pp_rank = pp_rank;
   r.layers = NumLayers(stage);
   const RankParams params = CountRankParams(job, f.params, stage, p);
-  ModelStateBytes state = ComputeModelState(state_rules, params);
+  ModelStateBytes state =
+      f.params.param_layout
+          ? ComputeModelState(
+                state_rules, params,
+                LayoutRank(job, f.params.layout, f.params.moe_pattern, stage, pp_rank, false))
+          : ComputeModelState(state_rules, params);
   const RankWorkspaces ws = ComputeRankWorkspaces(f.workspaces, stage, f.params.moe_pattern);
   state.te_workspace = ws.te;
   state.torch_workspace = ws.torch;

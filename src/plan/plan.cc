@@ -50,8 +50,16 @@ std::optional<Candidate> FromAssessment(const model::Job& current, const Analyti
   if (own == nullptr) return std::nullopt;
   const bool keep_mode = std::find(options.keep.begin(), options.keep.end(),
                                    "memtune.env.PYTORCH_CUDA_ALLOC_CONF") != options.keep.end();
+  // The assessment's Quick Decision advice (assess/advice.cc): expandable segments first
+  // when fragmentation costs more than the native allocator leaves spare.
+  const bool advised = std::any_of(result.advice.begin(), result.advice.end(), [](const auto& x) {
+    return x.id == "allocator.expandable-segments";
+  });
   const assess::ModeVerdict* chosen = nullptr;
-  if (own->state == assess::VerdictState::kFits)
+  if (own->state == assess::VerdictState::kFits && advised && !keep_mode && other &&
+      other->state == assess::VerdictState::kFits)
+    chosen = other;
+  else if (own->state == assess::VerdictState::kFits)
     chosen = own;
   else if (!keep_mode && other && other->state == assess::VerdictState::kFits)
     chosen = other;

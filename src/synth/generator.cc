@@ -193,19 +193,58 @@ void Generator::Startup() {
   Alloc(rank_.workspaces.output_gather, "buf.output_gather");
   Alloc(rank_.workspaces.te, "ws.te_gemm");
   Alloc(rank_.workspaces.torch, "ws.torch_cublas");
+  const tensors::ModelStateRules& g = plan_.state_rules;
   for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {  // one DDP wrapper per chunk
     label_.chunk = static_cast<int>(c);
     label_.layer = -1;
-    std::int64_t hp = 0, fp8 = 0, grads = 0;
-    for (const UnitState& u : rank_.chunks[c].units) {
-      hp += u.bytes.params_hp;
-      fp8 += u.bytes.params_fp8;
-      grads += u.bytes.grads;
+    if (rank_.opt_layout) {
+      // param_and_grad_buffer.py: each buffer's param_data (distributed optimizer) and
+      // grad_data, buffer by buffer.
+      for (const auto& b : rank_.opt_layout->chunks[c]) {
+        if (g.dist_opt) {
+          Alloc(b.fp8 ? b.numel : b.numel * g.pbytes,
+                b.fp8 ? "ddp.param_buffer_fp8" : "ddp.param_buffer");
+        }
+        Alloc(b.numel * g.gbytes, "ddp.grad_buffer");
+      }
+      if (!g.dist_opt) {  // the parameters keep their own storage (counted as one buffer)
+        std::int64_t hp = 0, fp8 = 0;
+        for (const UnitState& u : rank_.chunks[c].units) {
+          hp += u.bytes.params_hp;
+          fp8 += u.bytes.params_fp8;
+        }
+        Alloc(hp, "ddp.param_buffer");
+        Alloc(fp8, "ddp.param_buffer_fp8");
+      }
+    } else {
+      std::int64_t hp = 0, fp8 = 0, grads = 0;
+      for (const UnitState& u : rank_.chunks[c].units) {
+        hp += u.bytes.params_hp;
+        fp8 += u.bytes.params_fp8;
+        grads += u.bytes.grads;
+      }
+      Alloc(hp, "ddp.param_buffer");
+      Alloc(fp8, "ddp.param_buffer_fp8");
+      Alloc(grads, "ddp.grad_buffer");
     }
-    Alloc(hp, "ddp.param_buffer");
-    Alloc(fp8, "ddp.param_buffer_fp8");
-    Alloc(grads, "ddp.grad_buffer");
     for (HandleId h : init[c]) Free(h);
+  }
+  if (rank_.opt_layout) {
+    // distrib_optimizer.py _build_model_and_main_param_groups: shard.clone().float() per
+    // parameter (the params_dtype clone freed at once; fp32 parameters keep a view).
+    label_.layer = -1;
+    if (g.master > 0) {
+      for (const tensors::OptShard& sh : rank_.opt_layout->shards) {
+        label_.chunk = sh.chunk;
+        const HandleId clone = Alloc(sh.elements * g.pbytes, "optimizer.main_param_clone");
+        Alloc(sh.elements * g.master, "optimizer.main_param");
+        Free(clone);
+      }
+    }
+    ForEachUnit([&](std::size_t, const UnitState& u) {
+      Alloc(u.bytes.fp8_transpose, "param.fp8_transpose");
+    });
+    return;
   }
   ForEachUnit([&](std::size_t, const UnitState& u) {
     Alloc(u.bytes.main_params, "optimizer.main_param");
@@ -215,32 +254,74 @@ void Generator::Startup() {
 
 void Generator::OptimizerStep() {
   label_ = EventLabel{Phase::kOptimizer, label_.iteration, -1, -1, -1, ""};
-  ForEachUnit([&](std::size_t, const UnitState& u) {
-    step_grads_.push_back(Alloc(u.bytes.step_transient, "optimizer.fp32_grad"));
-  });
-  if (label_.iteration == 0) {  // Adam's state is created at the first step
+  if (rank_.opt_layout) {
+    // ChainedOptimizer.step: every optimizer's prepare_grads (shard_main_param.grad =
+    // shard_grad.float() per parameter), then each one's step; TE FusedAdam creates
+    // exp_avg and exp_avg_sq parameter by parameter at the first.
+    const tensors::ModelStateRules& g = plan_.state_rules;
+    const auto& shards = rank_.opt_layout->shards;
+    if (g.gbytes != 4) {
+      for (const tensors::OptShard& sh : shards) {
+        label_.chunk = sh.chunk;
+        step_grads_.push_back(Alloc(sh.elements * 4, "optimizer.fp32_grad"));
+      }
+    }
+    if (label_.iteration == 0) {
+      for (const tensors::OptShard& sh : shards) {
+        label_.chunk = sh.chunk;
+        Alloc(sh.elements * g.m1, "optimizer.exp_avg");
+        Alloc(sh.elements * g.m2, "optimizer.exp_avg_sq");
+      }
+    }
+  } else {
     ForEachUnit([&](std::size_t, const UnitState& u) {
-      Alloc(u.bytes.exp_avg, "optimizer.exp_avg");
-      Alloc(u.bytes.exp_avg_sq, "optimizer.exp_avg_sq");
+      step_grads_.push_back(Alloc(u.bytes.step_transient, "optimizer.fp32_grad"));
     });
+    if (label_.iteration == 0) {  // Adam's state is created at the first step
+      ForEachUnit([&](std::size_t, const UnitState& u) {
+        Alloc(u.bytes.exp_avg, "optimizer.exp_avg");
+        Alloc(u.bytes.exp_avg_sq, "optimizer.exp_avg_sq");
+      });
+    }
   }
   // PyTorch's AdamW temporaries (model_state.h step_workspace): foreach makes the sqrt of
   // every exp_avg_sq (each unit's share); for_loop three of the largest parameter shard.
   std::vector<HandleId> work;
   std::int64_t loop_bytes = 0;
   const bool foreach = plan_.facts.optimizer_impl == model::OptimizerImpl::kForeach;
+  const tensors::ModelStateRules& g = plan_.state_rules;
+  const bool per_shard = rank_.opt_layout.has_value();
   ForEachUnit([&](std::size_t, const UnitState& u) {
-    if (foreach) work.push_back(Alloc(u.bytes.step_workspace, "optimizer.adam_workspace"));
+    if (foreach && !per_shard) {
+      work.push_back(Alloc(u.bytes.step_workspace, "optimizer.adam_workspace"));
+    }
     loop_bytes = std::max(loop_bytes, u.bytes.step_workspace);
   });
+  if (foreach && per_shard && g.adam) {  // _foreach_sqrt: one tensor per parameter shard
+    label_.layer = -1;
+    for (const tensors::OptShard& sh : rank_.opt_layout->shards) {
+      label_.chunk = sh.chunk;
+      work.push_back(Alloc(sh.elements * g.m2, "optimizer.adam_workspace"));
+    }
+  }
   if (!foreach) work.push_back(Alloc(loop_bytes, "optimizer.adam_workspace"));
   for (HandleId h : work) Free(h);
   // Then the fp8 parameters are re-quantized from their main shards, all at once, through
   // params_dtype copies (model_state.h fp8_cast_copy).
   std::vector<HandleId> casts;
-  ForEachUnit([&](std::size_t, const UnitState& u) {
-    casts.push_back(Alloc(u.bytes.fp8_cast_copy, "optimizer.fp8_cast_copy"));
-  });
+  if (per_shard) {
+    if (g.fp8_cast_copies) {
+      label_.layer = -1;
+      for (const tensors::OptShard& sh : rank_.opt_layout->shards) {
+        label_.chunk = sh.chunk;
+        if (sh.fp8) casts.push_back(Alloc(sh.elements * g.pbytes, "optimizer.fp8_cast_copy"));
+      }
+    }
+  } else {
+    ForEachUnit([&](std::size_t, const UnitState& u) {
+      casts.push_back(Alloc(u.bytes.fp8_cast_copy, "optimizer.fp8_cast_copy"));
+    });
+  }
   for (HandleId h : casts) Free(h);
 }
 

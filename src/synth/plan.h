@@ -43,6 +43,9 @@ struct ChunkPlan {
 struct RankPlan {
   std::vector<ChunkPlan> chunks;
   tensors::RankWorkspaces workspaces;  // library GEMM workspaces, allocated at start-up
+  // The DDP buffers and DP rank 0's optimizer shards, parameter by parameter, when the job's
+  // model state follows them (tensors/opt_layout.h UsesParamLayout); else the units' bytes.
+  std::optional<tensors::OptLayout> opt_layout;
 };
 
 class Plan {
@@ -52,6 +55,7 @@ class Plan {
   bool ep_overlap = false;
   bool sp = false;
   tensors::JobFacts facts;
+  tensors::ModelStateRules state_rules;  // dtype bytes of the optimizer shards
   LayerSizes sizes[2][2];
   std::int64_t local_hidden = 0;  // act bytes of one micro-batch's hidden states (local tokens)
   std::vector<RankPlan> ranks;

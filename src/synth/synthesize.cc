@@ -131,9 +131,15 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job,
       plan->sizes[moe][fp8] = tensors::MakeLayerSizes(ctx, moe == 1, fp8 == 1);
   }
   const bool fp8_t = tensors::KeepsFp8Transpose(job);
+  plan->state_rules = tensors::MakeModelStateRules(job, fp8_t);
   plan->ranks.resize(stages.size());
   for (const auto& stage : stages) {
     RankPlan& rank = plan->ranks[stage.pp_rank];
+    if (plan->facts.params.param_layout) {
+      rank.opt_layout =
+          tensors::LayoutRank(job, plan->facts.params.layout, plan->facts.params.moe_pattern,
+                              stage.chunks, stage.pp_rank, true);
+    }
     rank.workspaces = tensors::ComputeRankWorkspaces(plan->facts.workspaces, stage.chunks,
                                                      plan->facts.params.moe_pattern);
     for (const auto& chunk : stage.chunks) {

@@ -203,6 +203,8 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
   // Without experts every layer is dense: the pattern stays empty (IsMoeLayer reads past
   // its end as dense) rather than allocating num_layers falses on every estimate.
   if (m.num_moe_experts.value_or(0) > 0) c.moe_pattern = model::MoeLayerPattern(m);
+  c.param_layout = UsesParamLayout(job);
+  if (c.param_layout) c.layout = MakeLayoutLists(job);
   return c;
 }
 
@@ -298,6 +300,7 @@ ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transp
   g.m2 = adam ? (g.aware ? model::DtypeBytes(opt.exp_avg_sq_dtype) : 4) : 0;
   g.adam = adam;
   g.impl = job.memtune.optimizer_implementation;
+  g.dist_opt = opt.use_distributed_optimizer;
   g.on_gpu = opt.optimizer_cpu_offload ? 1.0 - opt.optimizer_offload_fraction : 1.0;
   // distrib_optimizer.py _copy_main_params_to_model_params: with fp8_param_gather the step
   // ends in quantize_param_shard over every fp8 parameter of the optimizer, unless a
@@ -381,6 +384,36 @@ ModelStateBytes ComputeModelState(const ModelStateRules& g, const RankParams& p)
     if (g.fp8_params && g.fp8_needs_transpose) {
       s.expert += shard(exp_fp8, expert_shard, shard_params);
     }
+  }
+  return s;
+}
+
+ModelStateBytes ComputeModelState(const ModelStateRules& g, const RankParams& p,
+                                  const OptLayout& layout) {
+  ModelStateBytes s = ComputeModelState(g, p);
+  const auto& buf = layout.buffer_elements;
+  const auto& sh = layout.shard_elements;
+  // param_and_grad_buffer.py: with the distributed optimizer the parameters live in the
+  // padded param buffers; the grad buffers are padded alike (unpadded without it, as the
+  // element counts already say). fp8_transpose stays per parameter (unpadded).
+  if (g.dist_opt) {
+    s.params_hp = (buf[0][0] + buf[1][0]) * g.pbytes;
+    s.params_fp8 = buf[0][1] + buf[1][1];
+  }
+  s.grads = (buf[0][0] + buf[0][1] + buf[1][0] + buf[1][1]) * g.gbytes;
+  const std::int64_t dense = sh[0][0] + sh[0][1], expert = sh[1][0] + sh[1][1];
+  s.main_params = (dense + expert) * g.master;
+  s.exp_avg = (dense + expert) * g.m1;
+  s.exp_avg_sq = (dense + expert) * g.m2;
+  s.step_transient = g.gbytes != 4 ? (dense + expert) * 4 : 0;
+  if (g.adam && g.impl == model::OptimizerImpl::kForeach)
+    s.step_workspace = (dense + expert) * g.m2;
+  if (g.fp8_cast_copies) s.fp8_cast_copy = (sh[0][1] + sh[1][1]) * g.pbytes;
+  if (s.expert > 0) {
+    const std::int64_t fp8_t = g.fp8_params && g.fp8_needs_transpose ? p.expert_fp8 : 0;
+    s.expert =
+        (g.dist_opt ? buf[1][0] * g.pbytes + buf[1][1] : p.expert_hp * g.pbytes + p.expert_fp8) +
+        fp8_t + (buf[1][0] + buf[1][1]) * g.gbytes + expert * (g.master + g.m1 + g.m2);
   }
   return s;
 }

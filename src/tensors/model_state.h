@@ -10,6 +10,7 @@
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
 #include "memtune/model/parameters.h"
+#include "tensors/opt_layout.h"
 #include "tensors/wgrad_shapes.h"
 
 namespace memtune::tensors {
@@ -49,6 +50,10 @@ struct ParamCatalog {
   // model::MoeLayerPattern, per global layer (MTP layers appended); empty when the model
   // has no experts (every layer dense): read it as dense past its end.
   std::vector<bool> moe_pattern;
+  // UsesParamLayout(job): model state follows the DDP buffers and optimizer shards of
+  // opt_layout.h, from these lists.
+  bool param_layout = false;
+  LayoutLists layout;
 };
 
 ParamCatalog MakeParamCatalog(const model::Job& job);
@@ -114,9 +119,14 @@ struct ModelStateRules {
   double on_gpu = 1.0;             // share of optimizer state on the GPU
   bool adam = true;                // optimizer.optimizer == adam (else SGD: no moments)
   model::OptimizerImpl impl = model::OptimizerImpl::kFused;
+  bool dist_opt = false;  // optimizer.use_distributed_optimizer (padded DDP buffers)
 };
 ModelStateRules MakeModelStateRules(const model::Job& job, bool fp8_needs_transpose);
 // ComputeModelState(job, params, fp8_needs_transpose) with the job's rules resolved.
 ModelStateBytes ComputeModelState(const ModelStateRules& rules, const RankParams& params);
+// The same with the rank's buffers and optimizer shards taken from `layout` (opt_layout.h,
+// when the catalog's param_layout holds): padded DDP buffers, DP rank 0's shards.
+ModelStateBytes ComputeModelState(const ModelStateRules& rules, const RankParams& params,
+                                  const OptLayout& layout);
 
 }  // namespace memtune::tensors

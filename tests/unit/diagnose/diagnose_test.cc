@@ -148,14 +148,15 @@ TEST(DiagnoseTest, NvidiaSmiTellsOtherRanksFromOtherJobs) {
   EXPECT_EQ(Name(job.cause), "other_process");
 }
 
-// The playbook's Llama3-70B case: the forecast is at risk natively and fits with expandable
-// segments, so an OOM with a little unallocated memory is still fragmentation; the fix
-// carries the prediction and the comparison the verdicts.
+// The playbook's Llama3-70B case with VPP 2: the forecast is at risk natively and fits with
+// expandable segments, so an OOM with a little unallocated memory is still fragmentation;
+// the fix carries the prediction and the comparison the verdicts.
 TEST(DiagnoseTest, JobForecastTurnsACapacityMessageIntoFragmentation) {
   auto yaml = model::ExampleJobYaml("llama3-70b-32xh100");
   ASSERT_TRUE(yaml.has_value());
   auto doc = model::ParseJobText(*yaml);
   ASSERT_TRUE(doc.has_value()) << doc.error().Describe();
+  doc->job.model.virtual_pipeline_model_parallel_size = 2;
   auto input = ReadDiagnoseInput(
       "oom.txt",
       "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB "

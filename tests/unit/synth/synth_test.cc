@@ -5,8 +5,11 @@
 #include <string>
 
 #include "memtune/estimate/estimate.h"
+#include "memtune/estimate/schedule.h"
 #include "memtune/synth/synthesize.h"
 #include "tensors/activations.h"
+#include "tensors/model_state.h"
+#include "tensors/opt_layout.h"
 #include "unit/estimate/test_jobs.h"
 #include "unit/synth/synth_test_util.h"
 
@@ -281,6 +284,16 @@ TEST(SynthTest, StepRequantizesFp8ParamsThroughBf16CopiesAfterAdam) {
   auto e = estimate::EstimateMemory(job);
   ASSERT_TRUE(e);
   const Recorder rec = Record(job, 1, true);
+  // DP rank 0's fp8 parameter shards on pipeline rank 1 (tensors/opt_layout.h): more than
+  // one per layer (4 fp8 weights per layer, DP 2 splitting the chunk's buffer).
+  const tensors::ParamCatalog catalog = tensors::MakeParamCatalog(job);
+  auto stages = estimate::BuildPipelineLayout(job.model);
+  ASSERT_TRUE(stages.has_value());
+  const tensors::OptLayout layout =
+      tensors::LayoutRank(job, catalog.layout, catalog.moe_pattern, (*stages)[1].chunks, 1, true);
+  const int fp8_shards = static_cast<int>(std::count_if(layout.shards.begin(), layout.shards.end(),
+                                                        [](const auto& s) { return s.fp8; }));
+  EXPECT_GT(fp8_shards, 20);
   for (int it = 0; it < 2; ++it) {
     std::vector<std::string> order;  // the step's tensors in order, runs collapsed
     std::int64_t cast_bytes = 0;
@@ -308,7 +321,7 @@ TEST(SynthTest, StepRequantizesFp8ParamsThroughBf16CopiesAfterAdam) {
     }
     EXPECT_EQ(seen, expected) << "iteration " << it;
     EXPECT_EQ(live_casts, 0) << "every copy is freed in the step";
-    EXPECT_EQ(max_live_casts, 20) << "one per transformer layer of the rank, all alive at once";
+    EXPECT_EQ(max_live_casts, fp8_shards) << "one per fp8 parameter shard, all alive at once";
     std::int64_t estimated = 0;
     for (const auto& c : e->ranks[1].components) {
       const std::int64_t dp = 2, bf16_bytes = 2;  // fp8 params: 1 byte per element
@@ -382,6 +395,56 @@ TEST(SynthTest, RefusesAReplayTooLongToFinish) {
             "schedule's steady state repeats");
   options.num_microbatches = 4096;
   EXPECT_TRUE(TraceSynthesizer::Create(TinyJob(), options).has_value());
+}
+
+// With the distributed optimizer's layout (tensors/opt_layout.h) the trace allocates the
+// main parameters, the step's fp32 gradient copies and Adam's moments one per shard of DP
+// rank 0, and its live set and peak stay the estimator's: on a MoE job with small buckets
+// (many shards, expert shards in their own optimizer) and on the same job under PEFT, which
+// keeps one block per layer.
+TEST(SynthTest, OptimizerStateIsAllocatedShardByShard) {
+  for (bool peft : {false, true}) {
+    auto job = estimate::testing::MoeLlama70BJob();
+    job.ddp.grad_reduce_in_fp32 = false;
+    job.ddp.overlap_grad_reduce = true;
+    job.ddp.bucket_size = 30000000;
+    if (peft) {
+      job.peft = model::PeftConfig{};
+      job.peft->dim = 16;
+      job.peft->target_modules = {"linear_qkv", "linear_proj"};
+    }
+    CheckInvariants(job);
+    const tensors::ParamCatalog catalog = tensors::MakeParamCatalog(job);
+    EXPECT_EQ(catalog.param_layout, !peft);
+    auto stages = estimate::BuildPipelineLayout(job.model);
+    ASSERT_TRUE(stages.has_value());
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e);
+    for (int r = 0; r < 2; ++r) {
+      const Recorder rec = Record(job, r, true);
+      int main_params = 0, grads = 0, moments = 0;
+      for (const auto& ev : rec.events) {
+        if (ev.op != EventOp::kAlloc) continue;
+        const std::string t = ev.label.tensor;
+        main_params += t == "optimizer.main_param";
+        grads += t == "optimizer.fp32_grad" && ev.label.iteration == 0;
+        moments += t == "optimizer.exp_avg";
+      }
+      if (peft) {
+        EXPECT_EQ(main_params, 4) << "the adapters' main parameters, one block per layer";
+        continue;
+      }
+      const tensors::OptLayout layout = tensors::LayoutRank(
+          job, catalog.layout, catalog.moe_pattern, (*stages)[r].chunks, r, true);
+      const int shards = static_cast<int>(layout.shards.size());
+      EXPECT_GT(shards, 4 * 9) << "more than one per layer";
+      EXPECT_EQ(main_params, shards) << "rank " << r;
+      EXPECT_EQ(grads, shards) << "rank " << r;
+      EXPECT_EQ(moments, shards) << "rank " << r;
+      EXPECT_TRUE(layout.shards.back().expert) << "the expert optimizer comes last";
+      EXPECT_EQ(rec.peak_bytes, e->ranks[r].allocated_bytes) << "rank " << r;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,287 @@
+// Megatron-Core's DDP buffers and optimizer shards of one rank (sources in opt_layout.h).
+#include "tensors/opt_layout.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <utility>
+
+#include "memtune/model/parameters.h"
+#include "tensors/model_state.h"
+
+namespace memtune::tensors {
+namespace {
+
+using model::ParamTensor;
+using model::TpSplit;
+
+// The module a layer parameter belongs to, in TransformerLayer's registration order
+// (transformer_layer.py: input_layernorm, self_attention, pre_mlp_layernorm, mlp; the
+// Attention base class registers core_attention and linear_proj before SelfAttention's
+// linear_qkv and q/k norms, and MLASelfAttention's projections).
+int ModuleOrder(const char* name) {
+  auto starts = [name](const char* prefix) {
+    return std::strncmp(name, prefix, std::strlen(prefix)) == 0;
+  };
+  if (starts("input_layernorm")) return 0;
+  if (starts("self_attention.core_attention")) return 1;
+  if (starts("self_attention.linear_proj")) return 2;
+  if (starts("self_attention.")) return 3;
+  if (starts("pre_mlp_layernorm")) return 4;
+  return 5;
+}
+
+// TE stores linear weights in fp8 with fp8 params (model_state.cc IsTeLinearWeight).
+bool IsTeLinearWeight(const ParamTensor& t) {
+  return !t.is_norm && !t.is_bias && !t.is_buffer && std::strstr(t.name, "linear_") != nullptr &&
+         std::strstr(t.name, "router") == nullptr;
+}
+
+// Collects one part's parameters on a rank, with each tensor's module rank for the
+// registration order.
+class LayoutSink final : public model::ParamTensorSink {
+ public:
+  LayoutSink(int tp, int ep, int etp, bool fp8) : tp_(tp), ep_(ep), etp_(etp), fp8_(fp8) {}
+  void Add(const ParamTensor& t) override {
+    if (t.is_buffer) return;  // registered buffers: no gradient, no optimizer state
+    LayoutParam p;
+    if (t.expert) {
+      const std::int64_t local = std::max<std::int64_t>(1, t.count / std::max(1, ep_));
+      p.copies = static_cast<std::int32_t>(local);
+      p.elements = t.tp_split == TpSplit::kReplicated ? t.elements : t.elements / std::max(1, etp_);
+    } else {
+      p.copies = static_cast<std::int32_t>(std::max<std::int64_t>(1, t.count));
+      p.elements = t.tp_split == TpSplit::kReplicated ? t.elements : t.elements / std::max(1, tp_);
+    }
+    p.expert = t.expert;
+    p.fp8 = fp8_ && IsTeLinearWeight(t);
+    // optimizer/__init__.py get_standard_config_overrides: no weight decay for "*.bias" and
+    // 1-D parameters (norms, biases, softmax offsets).
+    // (Tables and the shared-expert gate, [1, h], are 2-D though they have no in_features.)
+    const bool two_d = t.in_features > 0 || std::strstr(t.name, "embeddings") != nullptr ||
+                       std::strstr(t.name, "gate_weight") != nullptr;
+    p.no_decay = t.is_bias || t.is_norm || !two_d;
+    entries_.push_back({ModuleOrder(t.name), p});
+  }
+  std::vector<LayoutParam> Take() {
+    std::stable_sort(entries_.begin(), entries_.end(),
+                     [](const Entry& a, const Entry& b) { return a.order < b.order; });
+    std::vector<LayoutParam> out;
+    out.reserve(entries_.size());
+    for (const Entry& e : entries_) out.push_back(e.param);
+    return out;
+  }
+
+ private:
+  struct Entry {
+    int order;
+    LayoutParam param;
+  };
+  int tp_, ep_, etp_;
+  bool fp8_;
+  std::vector<Entry> entries_;
+};
+
+std::int64_t RoundUp(std::int64_t value, std::int64_t divisor) {
+  return (value + divisor - 1) / divisor * divisor;
+}
+
+// One parameter's place in a buffer.
+struct Placed {
+  std::int64_t start = 0, end = 0;  // elements in the buffer
+  int bucket = 0;
+  bool no_decay = false;
+};
+
+// A chunk's parameters of one buffer, laid out (reverse registration order).
+struct BufferLayout {
+  int chunk = 0;
+  bool expert = false, fp8 = false;
+  std::vector<Placed> params;                                  // param_map order
+  std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // [start, end), padded
+};
+
+// The chunk's parameters in registration order, one callback per tensor.
+template <typename F>
+void ForEachParam(const LayoutLists& lists, const std::vector<bool>& moe_pattern,
+                  const model::ModelConfig& m, const estimate::ModelChunk& chunk, int pp_size,
+                  F&& f) {
+  auto list = [&](const std::vector<LayoutParam>& params) {
+    for (const LayoutParam& p : params) f(p);
+  };
+  auto layer = [&](int index) {
+    const bool moe = index < static_cast<int>(moe_pattern.size()) && moe_pattern[index];
+    list(lists.layer[moe][IsBf16Layer(m, index) ? 0 : 1]);
+  };
+  if (chunk.has_embedding) list(lists.embedding);
+  for (int i = 0; i < chunk.num_layers; ++i) layer(chunk.first_layer + i);
+  if (chunk.has_output) list(lists.final_norm);
+  for (int i = 0; i < chunk.num_mtp_layers; ++i) {
+    list(lists.mtp_extra);
+    layer(static_cast<int>(m.num_layers) + i);
+  }
+  if (chunk.has_output) {
+    list(lists.output);
+    if (m.share_embeddings_and_output_weights && pp_size > 1) list(lists.tied_output);
+  }
+}
+
+}  // namespace
+
+LayoutLists MakeLayoutLists(const model::Job& job) {
+  const auto& m = job.model;
+  const int tp = m.tensor_model_parallel_size, ep = m.expert_model_parallel_size;
+  const int etp = model::ExpertTensorParallelSize(job);
+  const bool fp8_params = m.fp8 != model::Fp8Format::kNone && (m.fp8_param || m.fp8_param_gather);
+  const std::int64_t vocab = model::PaddedVocabSize(job);
+  const bool tied_pp = m.share_embeddings_and_output_weights && m.pipeline_model_parallel_size > 1;
+  LayoutLists lists;
+  for (int moe = 0; moe < 2; ++moe) {
+    if (moe && m.num_moe_experts.value_or(0) <= 0) break;
+    for (int fp8 = 0; fp8 < 2; ++fp8) {
+      LayoutSink sink(tp, ep, etp, fp8 == 1 && fp8_params);
+      model::AddTransformerLayerParameters(m, moe == 1, sink);
+      lists.layer[moe][fp8] = sink.Take();
+    }
+  }
+  {
+    LayoutSink sink(tp, ep, etp, false);
+    model::AddEmbeddingParameters(m, vocab, sink);
+    lists.embedding = sink.Take();
+    // language_module.py setup_embeddings_and_output_layer: with tied embeddings and PP > 1
+    // the first stage's word embedding and the last stage's copy are shared_embedding.
+    if (tied_pp && !lists.embedding.empty()) {
+      lists.embedding.front().shared_embedding = true;
+      lists.tied_output.push_back(lists.embedding.front());
+    }
+  }
+  {
+    LayoutSink norm(tp, ep, etp, false), output(tp, ep, etp, false);
+    struct Split final : model::ParamTensorSink {
+      LayoutSink *norm, *output;
+      void Add(const ParamTensor& t) override {
+        (t.placement == model::ParamPlacement::kFinalNorm ? norm : output)->Add(t);
+      }
+    } split;
+    split.norm = &norm;
+    split.output = &output;
+    model::AddOutputParameters(m, vocab, split);
+    lists.final_norm = norm.Take();
+    lists.output = output.Take();
+  }
+  if (m.mtp_num_layers.value_or(0) > 0) {
+    LayoutSink sink(tp, ep, etp, fp8_params);
+    model::AddMtpExtraParameters(m, sink);
+    lists.mtp_extra = sink.Take();
+  }
+  return lists;
+}
+
+bool UsesParamLayout(const model::Job& job) {
+  return job.memtune.framework == model::Framework::kMegatron && !job.ddp.use_megatron_fsdp &&
+         !job.optimizer.use_precision_aware_optimizer && !job.optimizer.optimizer_cpu_offload &&
+         !job.peft.has_value();
+}
+
+OptLayout LayoutRank(const model::Job& job, const LayoutLists& lists,
+                     const std::vector<bool>& moe_pattern,
+                     std::span<const estimate::ModelChunk> chunks, int pp_rank, bool with_shards) {
+  const auto& m = job.model;
+  const auto& ddp = job.ddp;
+  const bool dist_opt = job.optimizer.use_distributed_optimizer;
+  const int cp = std::max(1, m.context_parallel_size);
+  const int instances = std::max(1, ddp.num_distributed_optimizer_instances);
+  const std::int64_t dp_cp = std::int64_t{model::DataParallelSize(job)} * cp;
+  // optimizer/__init__.py: dense state over the intra-instance DP x CP group, expert state
+  // over the intra-instance expert-DP group.
+  const std::int64_t shards[2] = {
+      dist_opt ? std::max<std::int64_t>(1, dp_cp / instances) : 1,
+      dist_opt ? std::max<std::int64_t>(1, model::ExpertDataParallelSize(job) / instances) : 1};
+  // 0: one bucket (bucket_size None).
+  const std::int64_t bucket_size =
+      ddp.overlap_grad_reduce
+          ? ddp.bucket_size.value_or(std::max<std::int64_t>(40000000, 1000000 * dp_cp))
+          : 0;
+  OptLayout out;
+  out.chunks.resize(chunks.size());
+  std::vector<BufferLayout> buffers;  // every chunk's, chunk-major, first-seen key order
+  std::vector<LayoutParam> order;     // one chunk's parameters, registration order
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    order.clear();
+    ForEachParam(lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size,
+                 [&](const LayoutParam& p) { order.push_back(p); });
+    const bool one_bucket =
+        c > 0 || pp_rank > 0 || job.optimizer.overlap_param_gather_with_optimizer_step;
+    const std::int64_t size = one_bucket ? 0 : bucket_size;
+    // Buffer keys in first-seen order (param_and_grad_buffer.py group_params_for_buffers).
+    int keys[4], num_keys = 0;
+    for (const LayoutParam& p : order) {
+      const int key = (p.expert ? 2 : 0) + (p.fp8 ? 1 : 0);
+      if (std::find(keys, keys + num_keys, key) == keys + num_keys) keys[num_keys++] = key;
+    }
+    for (int k = 0; k < num_keys; ++k) {
+      BufferLayout b;
+      b.chunk = static_cast<int>(c);
+      b.expert = keys[k] >= 2;
+      b.fp8 = keys[k] % 2 == 1;
+      const std::int64_t dp = shards[b.expert ? 1 : 0];
+      const std::int64_t divisor = std::lcm(dp, std::int64_t{128});
+      std::int64_t start = 0, bucket_start = 0;
+      std::int64_t end = 0;
+      bool open = false;
+      auto close = [&](std::int64_t param_end) {
+        const std::int64_t bucket_end = dist_opt ? RoundUp(param_end, divisor) : param_end;
+        b.buckets.emplace_back(bucket_start, bucket_end);
+        bucket_start = bucket_end;
+        open = false;
+        return bucket_end;
+      };
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const LayoutParam& p = *it;
+        if ((p.expert ? 2 : 0) + (p.fp8 ? 1 : 0) != keys[k]) continue;
+        for (std::int32_t copy = 0; copy < p.copies; ++copy) {
+          if (dist_opt) start = RoundUp(start, 64);
+          if (dist_opt && p.shared_embedding && open) start = close(start);
+          end = start + p.elements;
+          b.params.push_back({start, end, static_cast<int>(b.buckets.size()), p.no_decay});
+          open = true;
+          if ((size > 0 && end - bucket_start >= size) || (dist_opt && p.shared_embedding)) {
+            start = close(end);
+          } else {
+            start = end;
+          }
+        }
+      }
+      if (open) close(end);
+      const std::int64_t numel = b.buckets.empty() ? 0 : b.buckets.back().second;
+      out.chunks[c].push_back({b.expert, b.fp8, numel});
+      out.buffer_elements[b.expert][b.fp8] += numel;
+      buffers.push_back(std::move(b));
+    }
+  }
+  // DP rank 0's shards: optimizer (dense, expert), group (decay, no decay), chunk, buffer,
+  // bucket, parameter.
+  for (int expert = 0; expert < 2; ++expert) {
+    const std::int64_t dp = shards[expert];
+    for (int no_decay = 0; no_decay < 2; ++no_decay) {
+      for (const BufferLayout& b : buffers) {
+        if (b.expert != (expert == 1)) continue;
+        // Without the distributed optimizer the groups list parameters in registration
+        // order (optimizer/__init__.py _get_param_groups), the reverse of the buffer's.
+        for (std::size_t i = 0; i < b.params.size(); ++i) {
+          const Placed& p = b.params[dist_opt ? i : b.params.size() - 1 - i];
+          if (p.no_decay != (no_decay == 1)) continue;
+          const auto& [bs, be] = b.buckets[static_cast<std::size_t>(p.bucket)];
+          const std::int64_t own_end = bs + (be - bs) / dp;
+          const std::int64_t n = std::min(p.end, own_end) - std::max(p.start, bs);
+          if (n <= 0) continue;
+          out.shard_elements[expert][b.fp8] += n;
+          if (with_shards) out.shards.push_back({n, b.chunk, expert == 1, b.fp8});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace memtune::tensors
