@@ -181,11 +181,32 @@ void Generator::BackwardChunk(int c, int mb) {
 void Generator::Startup() {
   label_ = EventLabel{Phase::kStartup, 0, -1, -1, -1, ""};
   std::vector<std::vector<HandleId>> init(rank_.chunks.size());
-  ForEachUnit([&](std::size_t c, const UnitState& u) {  // get_model builds every chunk
-    init[c].push_back(Alloc(u.bytes.params_hp, "param.init"));
-    init[c].push_back(Alloc(u.bytes.params_fp8, "param.init_fp8"));
-    Alloc(u.bytes.buffers, "param.buffer");
-  });
+  if (rank_.opt_layout) {
+    // get_model builds every chunk parameter by parameter on the device (TE module
+    // reset_parameters: a params_dtype tensor, initialized; with fp8 params quantized into
+    // a new fp8 tensor, the params_dtype values kept on the CPU and the device copy freed).
+    const int pbytes = plan_.state_rules.pbytes;
+    for (std::size_t c = 0; c < rank_.chunks.size(); ++c) {
+      label_.chunk = static_cast<int>(c);
+      label_.layer = -1;
+      for (const tensors::OptLayout::Param& p : rank_.opt_layout->params[c]) {
+        if (!p.fp8) {
+          init[c].push_back(Alloc(p.elements * pbytes, "param.init"));
+          continue;
+        }
+        const HandleId hp = Alloc(p.elements * pbytes, "param.init_hp");
+        init[c].push_back(Alloc(p.elements, "param.init_fp8"));
+        Free(hp);
+      }
+    }
+    ForEachUnit([&](std::size_t, const UnitState& u) { Alloc(u.bytes.buffers, "param.buffer"); });
+  } else {
+    ForEachUnit([&](std::size_t c, const UnitState& u) {  // get_model builds every chunk
+      init[c].push_back(Alloc(u.bytes.params_hp, "param.init"));
+      init[c].push_back(Alloc(u.bytes.params_fp8, "param.init_fp8"));
+      Alloc(u.bytes.buffers, "param.buffer");
+    });
+  }
   label_.chunk = 0;
   label_.layer = -1;
   // (Created at the first forward or GEMM of their kind; persistent, so allocated here.)

@@ -204,12 +204,19 @@ OptLayout LayoutRank(const model::Job& job, const LayoutLists& lists,
           : 0;
   OptLayout out;
   out.chunks.resize(chunks.size());
+  if (with_shards) out.params.resize(chunks.size());
   std::vector<BufferLayout> buffers;  // every chunk's, chunk-major, first-seen key order
   std::vector<LayoutParam> order;     // one chunk's parameters, registration order
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     order.clear();
     ForEachParam(lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size,
                  [&](const LayoutParam& p) { order.push_back(p); });
+    if (with_shards) {
+      for (const LayoutParam& p : order) {
+        out.params[c].insert(out.params[c].end(), static_cast<std::size_t>(p.copies),
+                             OptLayout::Param{p.elements, p.fp8});
+      }
+    }
     const bool one_bucket =
         c > 0 || pp_rank > 0 || job.optimizer.overlap_param_gather_with_optimizer_step;
     const std::int64_t size = one_bucket ? 0 : bucket_size;

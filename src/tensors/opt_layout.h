@@ -77,6 +77,14 @@ struct OptLayout {
     std::int64_t numel = 0;
   };
   std::vector<std::vector<Buffer>> chunks;  // each model chunk's buffers, creation order
+  // Each model chunk's parameters as the model builds them (registration order, one entry
+  // per tensor): elements on the rank and whether TE stores it in fp8. Empty when only the
+  // sums were asked for.
+  struct Param {
+    std::int64_t elements = 0;
+    bool fp8 = false;
+  };
+  std::vector<std::vector<Param>> params;
   // Shards in the order the optimizers allocate them: the dense optimizer, then the expert
   // one; in each, the weight-decay group then the no-decay group; in a group, chunk,
   // buffer, bucket, parameter. Empty when only the sums were asked for.

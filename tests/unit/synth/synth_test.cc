@@ -422,10 +422,12 @@ TEST(SynthTest, OptimizerStateIsAllocatedShardByShard) {
     ASSERT_TRUE(e);
     for (int r = 0; r < 2; ++r) {
       const Recorder rec = Record(job, r, true);
-      int main_params = 0, grads = 0, moments = 0;
+      int main_params = 0, grads = 0, moments = 0, inits = 0, init_hp = 0;
       for (const auto& ev : rec.events) {
         if (ev.op != EventOp::kAlloc) continue;
         const std::string t = ev.label.tensor;
+        inits += t == "param.init" || t == "param.init_fp8";
+        init_hp += t == "param.init_hp";
         main_params += t == "optimizer.main_param";
         grads += t == "optimizer.fp32_grad" && ev.label.iteration == 0;
         moments += t == "optimizer.exp_avg";
@@ -439,6 +441,14 @@ TEST(SynthTest, OptimizerStateIsAllocatedShardByShard) {
       const int shards = static_cast<int>(layout.shards.size());
       EXPECT_GT(shards, 4 * 9) << "more than one per layer";
       EXPECT_EQ(main_params, shards) << "rank " << r;
+      std::size_t params = 0, fp8 = 0;
+      for (const auto& chunk : layout.params) {
+        params += chunk.size();
+        for (const auto& p : chunk) fp8 += p.fp8;
+      }
+      EXPECT_EQ(inits, static_cast<int>(params)) << "one tensor per parameter at start-up";
+      EXPECT_EQ(init_hp, static_cast<int>(fp8)) << "each fp8 weight made in bf16 first";
+      EXPECT_GT(fp8, 0u);
       EXPECT_EQ(grads, shards) << "rank " << r;
       EXPECT_EQ(moments, shards) << "rank " << r;
       EXPECT_TRUE(layout.shards.back().expert) << "the expert optimizer comes last";
