@@ -57,7 +57,9 @@ constexpr ActTensorText kActTensorTexts[kNumActTensors] = {
      "shared-expert overlap under SP: linear_fc1's input, all-gathered by the shared expert"},
     {"act.moe_permute_map",
      "the token permutation's map kept for its backward and the un-permute (TE fused: int32 "
-     "[tokens, 2E + 1]; unfused: int64 sorted indices, one per copy)"},
+     "[tokens, 2E + 1]; unfused: int64 sorted indices, one per copy); allgather dispatcher: "
+     "over the gathered tokens and local experts, plus the local probabilities' masked_select "
+     "input and mask"},
     {"act.moe_lora_input",
      "MoE layer LoRA-A inputs: the dispatched tokens and expert activation output the expert "
      "adapters keep, the shared-expert adapters' inputs"},
@@ -484,6 +486,22 @@ ActContext MakeActContext(const model::Job& job) {
     const std::int64_t local_experts = c.experts / std::max(1, m.expert_model_parallel_size);
     if (m.moe_permute_fusion && local_experts > 1)
       c.permute_map_per_token += 2 * 4 * static_cast<std::int64_t>(c.topk) * c.etp;
+  } else if (m.moe_token_dispatcher_type == model::MoeTokenDispatcher::kAllgather &&
+             c.experts > 0) {
+    // token_dispatcher.py MoEAllGatherTokenDispatcher (Megatron-LM d98e8a64): the routing
+    // map, the probabilities and the tokens are all-gathered over the expert-TP x EP group
+    // (`gathered` tokens per local one), then dispatch_postprocess permutes the gathered
+    // tokens bound for the local experts: moe_utils.permute keeps, fused, TE moe_permute's
+    // int32 row map [gathered, 2 * local experts + 1]; unfused, the int64 sorted indices, one
+    // per local copy (topk x ETP per local token). Then `local_probs.T.contiguous()
+    // .masked_select(local_map.T.contiguous())` keeps its fp32 input and bool mask,
+    // [local experts, gathered] each (PyTorch derivatives.yaml masked_select: self, mask).
+    const int ep = std::max(1, m.expert_model_parallel_size);
+    const std::int64_t gathered = std::int64_t{c.etp} * ep;
+    const std::int64_t local_experts = c.experts / ep;
+    c.permute_map_per_token = m.moe_permute_fusion ? 4 * (2 * local_experts + 1) * gathered
+                                                   : 8 * static_cast<std::int64_t>(c.topk) * c.etp;
+    c.permute_map_per_token += (4 + 1) * local_experts * gathered;
   }
   c.shared_overlap_gather = m.moe_shared_expert_overlap && m.sequence_parallel && c.tp > 1;
   if (m.fine_grained_activation_offloading) {

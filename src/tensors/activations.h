@@ -109,8 +109,8 @@ struct ActContext {
   // moe_shared_expert_overlap with SP under TP, where the shared expert all-gathers its input
   // itself and its linear_fc1 (parallel_mode None) keeps the gathered copy.
   bool shared_gate = false, shared_overlap_gather = false;
-  // Bytes per local token the alltoall dispatcher's first permutation keeps for backward
-  // (0 for the other dispatchers, not modelled).
+  // Bytes per local token the alltoall and allgather dispatchers' permutations keep for
+  // backward (0 for flex, not modelled).
   std::int64_t permute_map_per_token = 0;
   // Fine-grained activation offloading (offload_modules): which modules' saved inputs go to
   // the host after their forward and come back for their backward.

@@ -112,6 +112,16 @@ WorkspaceRules MakeWorkspaceRules(const model::Job& job, const ActContext& act,
   // sequence_parallel the output layer all-gathers its input ([s, b, h] of the micro-batch)
   // into get_global_memory_buffer().get_tensor(..., "mpu"), kept for the run.
   if (act.hid_div > 1) r.output_gather_bytes = std::int64_t{act.act_bytes} * act.h * act.tokens;
+  // token_dispatcher.py MoEAllGatherTokenDispatcher.token_dispatch (Megatron-LM d98e8a64):
+  // with expert TP or EP the local tokens are all-gathered over the expert-TP x EP group
+  // with use_global_buffer=True, into the same "mpu" buffer.
+  const int ep = std::max(1, m.expert_model_parallel_size);
+  if (m.moe_token_dispatcher_type == model::MoeTokenDispatcher::kAllgather && act.experts > 0 &&
+      act.etp * ep > 1) {
+    const std::int64_t width = m.moe_latent_size.value_or(act.h);
+    r.moe_gather_bytes =
+        std::int64_t{act.act_bytes} * width * (act.tokens / act.hid_div) * act.etp * ep;
+  }
   // Placeholders need gradient_accumulation_fusion and a weight gradient: none for PEFT's
   // frozen base and output layer. Older releases return a new tensor per backward instead
   // (model/versions.h; activations.cc and job_facts.cc count that one).
@@ -179,8 +189,9 @@ RankWorkspaces ComputeRankWorkspaces(const WorkspaceRules& rules,
   }
   if (output || moe || (layers && rules.torch_layers)) w.torch = 2 * rules.torch_bytes;
   if (layers) w.attn_scores = rules.attn_scores_bytes;
-  if (output)
-    w.output_gather = std::max<std::int64_t>(0, rules.output_gather_bytes - w.attn_scores);
+  const std::int64_t gathers =
+      std::max(output ? rules.output_gather_bytes : 0, moe ? rules.moe_gather_bytes : 0);
+  w.output_gather = std::max<std::int64_t>(0, gathers - w.attn_scores);
   w.wgrad_sources = (dense ? kWgradDense : 0) | (moe ? kWgradMoe : 0) |
                     (output ? kWgradOutput : 0) | (mtp ? kWgradMtp : 0);
   w.dummy_wgrad = rules.wgrad_bytes[w.wgrad_sources];

@@ -55,8 +55,9 @@ struct RankWorkspaces {
   std::int64_t torch = 0;        // PyTorch cuBLAS workspaces (one per thread that runs GEMMs)
   std::int64_t attn_scores = 0;  // MCore local attention's global score buffer
   // The same global buffer ("mpu", one per dtype, grown to the largest request) as the
-  // output layer's sequence-parallel all-gather target: the bytes it adds beyond
-  // attn_scores on the last stage.
+  // output layer's sequence-parallel all-gather target (last stage) and the allgather MoE
+  // dispatcher's token all-gather (ranks with MoE layers): the bytes they add beyond
+  // attn_scores.
   std::int64_t output_gather = 0;
   std::int64_t dummy_wgrad = 0;  // TE's cached weight-gradient placeholders (above), bytes
   int wgrad_sources = 0;         // WgradSource bits of the parts the rank builds
@@ -71,6 +72,7 @@ struct WorkspaceRules {
   bool grouped_experts = false;  // MoE with moe_grouped_gemm
   std::int64_t attn_scores_bytes = 0;    // LocalAttentionScoreBuffer (0 unless local attention)
   std::int64_t output_gather_bytes = 0;  // the output layer's SP all-gather (0 without SP)
+  std::int64_t moe_gather_bytes = 0;     // the allgather dispatcher's gathered tokens (or 0)
   // Placeholder shapes of each part a rank can build (empty with PEFT: frozen weights get no
   // weight gradient; the adapters' few small shapes are left out).
   WgradShapes wgrad_dense, wgrad_moe;  // one dense / MoE transformer layer's linears

@@ -262,13 +262,12 @@ TEST(ActivationsTest, SharedExpertGateAndOverlapKeepTheirTensors) {
 
 // The alltoall dispatcher's permutation keeps its map for backward and the un-permute:
 // TE's fused kernel an int32 [tokens, 2E + 1] row map, the unfused path the int64 sorted
-// indices (one per routed copy); the other dispatchers are not modelled.
+// indices (one per routed copy).
 TEST(ActivationsTest, AlltoallPermutationKeepsItsMap) {
   auto job = TinyJob();  // 4 tokens
   job.model.num_moe_experts = 4;
   job.model.moe_router_topk = 2;
   job.model.moe_ffn_hidden_size = 8;
-  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 0);  // allgather
   job.model.moe_token_dispatcher_type = model::MoeTokenDispatcher::kAlltoall;
   EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 4 * 8 * 2);
   job.model.moe_permute_fusion = true;
@@ -280,6 +279,28 @@ TEST(ActivationsTest, AlltoallPermutationKeepsItsMap) {
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMoePermuteMap], 0);  // dense
   job.model.recompute_granularity = model::RecomputeGranularity::kSelective;
   job.model.recompute_modules = {"moe"};
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 0);
+}
+
+// The allgather dispatcher permutes the gathered tokens (over expert TP x EP) bound for the
+// local experts and keeps the map, and the local probabilities' masked_select keeps its fp32
+// input and bool mask, [local experts, gathered tokens]; flex is not modelled.
+TEST(ActivationsTest, AllgatherPermutationKeepsItsMapAndTheProbabilitiesMask) {
+  auto job = TinyJob();  // 4 tokens, TP 1
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 8;
+  ASSERT_EQ(job.model.moe_token_dispatcher_type, model::MoeTokenDispatcher::kAllgather);
+  // Unfused: 8 B x 2 copies per token, and (4 + 1) B x 4 local experts.
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 4 * (8 * 2 + 5 * 4));
+  job.model.moe_permute_fusion = true;  // the int32 row map [tokens, 2 x 4 + 1]
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap],
+            4 * (4 * (2 * 4 + 1) + 5 * 4));
+  // EP 2: twice the tokens gathered, 2 local experts.
+  job.model.expert_model_parallel_size = 2;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap],
+            4 * 2 * (4 * (2 * 2 + 1) + 5 * 2));
+  job.model.moe_token_dispatcher_type = model::MoeTokenDispatcher::kFlex;
   EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoePermuteMap], 0);
 }
 

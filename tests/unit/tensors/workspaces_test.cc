@@ -119,6 +119,28 @@ TEST(WorkspacesTest, OutputGatherBufferIsKeptOnTheLastStageWithSp) {
   EXPECT_EQ(w.output_gather, 0);
 }
 
+// The allgather MoE dispatcher gathers the tokens over expert TP x EP into the same global
+// buffer: a MoE rank keeps [gathered tokens, h]; the last stage the larger of that and the
+// output layer's gather; alltoall and a single rank (nothing gathered) keep none.
+TEST(WorkspacesTest, AllgatherDispatcherGrowsTheGlobalBuffer) {
+  auto job = TinyJob();  // 4 tokens, h = 8, bf16
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 8;
+  const ModelChunk first{0, 0, 1, true, false, 0}, last{0, 1, 1, false, true, 0};
+  const std::vector<bool> moe = {true, true};
+  EXPECT_EQ(Compute(job, {first}, moe).output_gather, 0);  // EP 1, ETP 1: no gather
+  job.model.expert_model_parallel_size = 2;
+  EXPECT_EQ(Compute(job, {first}, moe).output_gather, 2 * 8 * 4 * 2);
+  EXPECT_EQ(Compute(job, {first}, {false, false}).output_gather, 0);  // dense layers
+  job.model.tensor_model_parallel_size = 2;  // SP: 2 local tokens, ETP 2 x EP 2 gathered
+  job.model.sequence_parallel = true;
+  EXPECT_EQ(Compute(job, {first}, moe).output_gather, 2 * 8 * 2 * 4);
+  EXPECT_EQ(Compute(job, {last}, moe).output_gather, 2 * 8 * 2 * 4);  // max(output 64, 128)
+  job.model.moe_token_dispatcher_type = model::MoeTokenDispatcher::kAlltoall;
+  EXPECT_EQ(Compute(job, {first}, moe).output_gather, 0);
+}
+
 // TE's cached weight-gradient placeholders: one per distinct local weight shape.
 TEST(WorkspacesTest, DummyWgradsAreOnePerLocalWeightShape) {
   auto job = Llama70BJob();
