@@ -126,6 +126,161 @@ void ForEachParam(const LayoutLists& lists, const std::vector<bool>& moe_pattern
   }
 }
 
+// ForEachParam in reverse (the layout's walk), each copy of a family once.
+template <typename F>
+void ForEachParamReversed(const LayoutLists& lists, const std::vector<bool>& moe_pattern,
+                          const model::ModelConfig& m, const estimate::ModelChunk& chunk,
+                          int pp_size, F&& f) {
+  auto list = [&](const std::vector<LayoutParam>& params) {
+    for (auto it = params.rbegin(); it != params.rend(); ++it) f(*it);
+  };
+  auto layer = [&](int index) {
+    const bool moe = index < static_cast<int>(moe_pattern.size()) && moe_pattern[index];
+    list(lists.layer[moe][IsBf16Layer(m, index) ? 0 : 1]);
+  };
+  if (chunk.has_output) {
+    if (m.share_embeddings_and_output_weights && pp_size > 1) list(lists.tied_output);
+    list(lists.output);
+  }
+  for (int i = chunk.num_mtp_layers - 1; i >= 0; --i) {
+    layer(static_cast<int>(m.num_layers) + i);
+    list(lists.mtp_extra);
+  }
+  if (chunk.has_output) list(lists.final_norm);
+  for (int i = chunk.num_layers - 1; i >= 0; --i) layer(chunk.first_layer + i);
+  if (chunk.has_embedding) list(lists.embedding);
+}
+
+// A chunk's elements per buffer kind from the lists' sums, and whether all its lists are
+// plain (LayoutLists::Sum).
+struct ChunkSums {
+  std::int64_t elements[4] = {};
+  bool used[4] = {};
+  bool plain = true;
+};
+
+ChunkSums SumChunk(const LayoutLists& lists, const std::vector<bool>& moe_pattern,
+                   const model::ModelConfig& m, const estimate::ModelChunk& chunk, int pp_size) {
+  ChunkSums t;
+  auto add = [&](const LayoutLists::Sum& s) {
+    for (int key = 0; key < 4; ++key) {
+      t.elements[key] += s.elements[key];
+      t.used[key] = t.used[key] || s.used[key];
+    }
+    t.plain = t.plain && s.plain;
+  };
+  auto layer = [&](int index) {
+    const bool moe = index < static_cast<int>(moe_pattern.size()) && moe_pattern[index];
+    const int fp8 = IsBf16Layer(m, index) ? 0 : 1;
+    add(lists.layer_sum[moe][fp8]);
+  };
+  if (chunk.has_embedding) add(lists.embedding_sum);
+  if (moe_pattern.empty() && !m.first_last_layers_bf16) {  // every layer alike
+    const LayoutLists::Sum& s = lists.layer_sum[0][1];
+    for (int key = 0; key < 4; ++key) {
+      t.elements[key] += s.elements[key] * std::max(0, chunk.num_layers);
+      t.used[key] = t.used[key] || (s.used[key] && chunk.num_layers > 0);
+    }
+    t.plain = t.plain && (s.plain || chunk.num_layers == 0);
+  } else {
+    for (int i = 0; i < chunk.num_layers; ++i) layer(chunk.first_layer + i);
+  }
+  if (chunk.has_output) add(lists.final_norm_sum);
+  for (int i = 0; i < chunk.num_mtp_layers; ++i) {
+    add(lists.mtp_extra_sum);
+    layer(static_cast<int>(m.num_layers) + i);
+  }
+  if (chunk.has_output) {
+    add(lists.output_sum);
+    if (m.share_embeddings_and_output_weights && pp_size > 1) add(lists.tied_output_sum);
+  }
+  return t;
+}
+
+// The sums alone (the estimator's hot path): one reverse walk per chunk with every
+// buffer's bucket open at once, and only the open bucket's parameters kept.
+void LayoutSums(const model::Job& job, const LayoutLists& lists,
+                const std::vector<bool>& moe_pattern, std::span<const estimate::ModelChunk> chunks,
+                int pp_rank, const std::int64_t shards[2], std::int64_t bucket_size,
+                OptLayout& out) {
+  const auto& m = job.model;
+  const bool dist_opt = job.optimizer.use_distributed_optimizer;
+  struct Key {
+    std::int64_t start = 0, bucket_start = 0, end = 0, divisor = 1, dp = 1;
+    bool open = false, used = false;
+    std::vector<std::pair<std::int64_t, std::int64_t>> bucket;  // the open bucket's params
+  };
+  thread_local Key keys[4];
+  for (int k = 0; k < 4; ++k) {
+    keys[k].dp = shards[k / 2];
+    keys[k].divisor = std::lcm(keys[k].dp, std::int64_t{128});
+  }
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const bool one_bucket =
+        c > 0 || pp_rank > 0 || job.optimizer.overlap_param_gather_with_optimizer_step;
+    const std::int64_t size = one_bucket ? 0 : bucket_size;
+    if (!dist_opt || size == 0) {  // whole parameters, or one gapless bucket per buffer
+      const ChunkSums t =
+          SumChunk(lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size);
+      if (!dist_opt || t.plain) {
+        for (int key = 0; key < 4; ++key) {
+          if (!t.used[key]) continue;
+          const std::int64_t total = t.elements[key];
+          std::int64_t numel = total, share = total;
+          if (dist_opt) {  // padded to lcm(DP, 128); rank 0 owns the first 1/DP
+            numel = RoundUp(total, keys[key].divisor);
+            share = std::min(total, numel / keys[key].dp);
+          }
+          out.buffer_elements[key / 2][key % 2] += numel;
+          out.shard_elements[key / 2][key % 2] += share;
+        }
+        continue;
+      }
+    }
+    for (Key& k : keys) {
+      k.start = k.bucket_start = k.end = 0;
+      k.open = k.used = false;
+      k.bucket.clear();
+    }
+    auto close = [&](Key& k, int key, std::int64_t param_end) {
+      const std::int64_t bucket_end = dist_opt ? RoundUp(param_end, k.divisor) : param_end;
+      const std::int64_t own_end = k.bucket_start + (bucket_end - k.bucket_start) / k.dp;
+      for (const auto& [ps, pe] : k.bucket) {
+        if (ps < own_end) out.shard_elements[key / 2][key % 2] += std::min(pe, own_end) - ps;
+      }
+      k.bucket.clear();
+      k.bucket_start = bucket_end;
+      k.open = false;
+      return bucket_end;
+    };
+    ForEachParamReversed(
+        lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size,
+        [&](const LayoutParam& p) {
+          const int key = (p.expert ? 2 : 0) + (p.fp8 ? 1 : 0);
+          Key& k = keys[key];
+          k.used = true;
+          for (std::int32_t copy = 0; copy < p.copies; ++copy) {
+            if (dist_opt) k.start = RoundUp(k.start, 64);
+            if (dist_opt && p.shared_embedding && k.open) k.start = close(k, key, k.start);
+            k.end = k.start + p.elements;
+            k.bucket.emplace_back(k.start, k.end);
+            k.open = true;
+            if ((size > 0 && k.end - k.bucket_start >= size) || (dist_opt && p.shared_embedding)) {
+              k.start = close(k, key, k.end);
+            } else {
+              k.start = k.end;
+            }
+          }
+        });
+    for (int key = 0; key < 4; ++key) {
+      Key& k = keys[key];
+      if (!k.used) continue;
+      if (k.open) close(k, key, k.end);
+      out.buffer_elements[key / 2][key % 2] += k.bucket_start;
+    }
+  }
+}
+
 }  // namespace
 
 LayoutLists MakeLayoutLists(const model::Job& job) {
@@ -174,6 +329,24 @@ LayoutLists MakeLayoutLists(const model::Job& job) {
     model::AddMtpExtraParameters(m, sink);
     lists.mtp_extra = sink.Take();
   }
+  auto sum = [](const std::vector<LayoutParam>& list) {
+    LayoutLists::Sum out;
+    for (const LayoutParam& p : list) {
+      const int key = (p.expert ? 2 : 0) + (p.fp8 ? 1 : 0);
+      out.elements[key] += p.elements * p.copies;
+      out.used[key] = true;
+      out.plain = out.plain && p.elements % 64 == 0 && !p.shared_embedding;
+    }
+    return out;
+  };
+  for (int moe = 0; moe < 2; ++moe) {
+    for (int fp8 = 0; fp8 < 2; ++fp8) lists.layer_sum[moe][fp8] = sum(lists.layer[moe][fp8]);
+  }
+  lists.embedding_sum = sum(lists.embedding);
+  lists.final_norm_sum = sum(lists.final_norm);
+  lists.output_sum = sum(lists.output);
+  lists.mtp_extra_sum = sum(lists.mtp_extra);
+  lists.tied_output_sum = sum(lists.tied_output);
   return lists;
 }
 
@@ -203,19 +376,21 @@ OptLayout LayoutRank(const model::Job& job, const LayoutLists& lists,
           ? ddp.bucket_size.value_or(std::max<std::int64_t>(40000000, 1000000 * dp_cp))
           : 0;
   OptLayout out;
+  if (!with_shards) {
+    LayoutSums(job, lists, moe_pattern, chunks, pp_rank, shards, bucket_size, out);
+    return out;
+  }
   out.chunks.resize(chunks.size());
-  if (with_shards) out.params.resize(chunks.size());
+  out.params.resize(chunks.size());
   std::vector<BufferLayout> buffers;  // every chunk's, chunk-major, first-seen key order
   std::vector<LayoutParam> order;     // one chunk's parameters, registration order
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     order.clear();
     ForEachParam(lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size,
                  [&](const LayoutParam& p) { order.push_back(p); });
-    if (with_shards) {
-      for (const LayoutParam& p : order) {
-        out.params[c].insert(out.params[c].end(), static_cast<std::size_t>(p.copies),
-                             OptLayout::Param{p.elements, p.fp8});
-      }
+    for (const LayoutParam& p : order) {
+      out.params[c].insert(out.params[c].end(), static_cast<std::size_t>(p.copies),
+                           OptLayout::Param{p.elements, p.fp8});
     }
     const bool one_bucket =
         c > 0 || pp_rank > 0 || job.optimizer.overlap_param_gather_with_optimizer_step;
@@ -283,7 +458,7 @@ OptLayout LayoutRank(const model::Job& job, const LayoutLists& lists,
           const std::int64_t n = std::min(p.end, own_end) - std::max(p.start, bs);
           if (n <= 0) continue;
           out.shard_elements[expert][b.fp8] += n;
-          if (with_shards) out.shards.push_back({n, b.chunk, expert == 1, b.fp8});
+          out.shards.push_back({n, b.chunk, expert == 1, b.fp8});
         }
       }
     }

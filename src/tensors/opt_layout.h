@@ -50,6 +50,15 @@ struct LayoutLists {
   std::vector<LayoutParam> layer[2][2];  // [moe][stored fp8] per transformer layer
   std::vector<LayoutParam> embedding, final_norm, output, mtp_extra;
   std::vector<LayoutParam> tied_output;  // the last stage's copy of a tied word embedding
+  // Each list's elements per buffer kind (expert * 2 + fp8), and whether laying it out
+  // needs no gap (every tensor a multiple of the 64-element alignment) and no bucket of its
+  // own (no shared_embedding): then a one-bucket buffer is known from the sums alone.
+  struct Sum {
+    std::int64_t elements[4] = {};
+    bool used[4] = {};  // the list has a tensor of that kind
+    bool plain = true;
+  };
+  Sum layer_sum[2][2], embedding_sum, final_norm_sum, output_sum, mtp_extra_sum, tied_output_sum;
 };
 
 LayoutLists MakeLayoutLists(const model::Job& job);
@@ -76,7 +85,8 @@ struct OptLayout {
     bool expert = false, fp8 = false;
     std::int64_t numel = 0;
   };
-  std::vector<std::vector<Buffer>> chunks;  // each model chunk's buffers, creation order
+  // Each model chunk's buffers, in creation order. Empty when only the sums were asked for.
+  std::vector<std::vector<Buffer>> chunks;
   // Each model chunk's parameters as the model builds them (registration order, one entry
   // per tensor): elements on the rank and whether TE stores it in fp8. Empty when only the
   // sums were asked for.

@@ -156,6 +156,38 @@ TEST(OptLayoutTest, ExpertParametersHaveTheirOwnBufferAndComeLast) {
   EXPECT_EQ(layout.shard_elements[1][0], 32768);
 }
 
+// The estimator's sums-only walk gives the full layout's sums, whatever the buckets.
+TEST(OptLayoutTest, TheSumsWalkAgreesWithTheFullLayout) {
+  for (const std::string ddp : {"", "overlap_grad_reduce: true, bucket_size: 20000",
+                                "overlap_grad_reduce: true, bucket_size: 1000"}) {
+    for (bool moe : {false, true}) {
+      for (bool dist_opt : {true, false}) {
+        model::Job job = TinyJob(ddp, 2, 2);
+        job.optimizer.use_distributed_optimizer = dist_opt;
+        if (moe) {
+          job.model.num_moe_experts = 4;
+          job.model.moe_router_topk = 2;
+          job.model.moe_ffn_hidden_size = 128;
+        }
+        const ParamCatalog catalog = MakeParamCatalog(job);
+        const auto chunks = Chunks(job, 0);
+        const OptLayout full =
+            LayoutRank(job, catalog.layout, catalog.moe_pattern, chunks, 0, true);
+        const OptLayout sums =
+            LayoutRank(job, catalog.layout, catalog.moe_pattern, chunks, 0, false);
+        EXPECT_TRUE(sums.shards.empty());
+        for (int e = 0; e < 2; ++e) {
+          for (int f = 0; f < 2; ++f) {
+            EXPECT_EQ(sums.shard_elements[e][f], full.shard_elements[e][f]) << ddp << moe;
+            EXPECT_EQ(sums.buffer_elements[e][f], full.buffer_elements[e][f]) << ddp << moe;
+          }
+        }
+        EXPECT_GT(full.shard_elements[0][0], 0);
+      }
+    }
+  }
+}
+
 // PEFT, Megatron-FSDP, the precision-aware and the CPU-offloaded optimizer keep the
 // layer-granular model.
 TEST(OptLayoutTest, OnlyMegatronDdpWithGpuOptimizersUsesIt) {
