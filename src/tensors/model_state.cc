@@ -14,15 +14,6 @@ using model::ParamPlacement;
 using model::ParamTensor;
 using model::TpSplit;
 
-// Transformer Engine linear weights: the only tensors TE stores in fp8 with fp8 params
-// (MCore fp8_utils / TE module weights; embeddings, norms, router and output layer stay
-// in params_dtype).
-// (strstr: the names are NUL-terminated literals, searched once each per estimate.)
-bool IsTeLinearWeight(const ParamTensor& t) {
-  return !t.is_norm && !t.is_bias && !t.is_buffer && std::strstr(t.name, "linear_") != nullptr &&
-         std::strstr(t.name, "router") == nullptr;
-}
-
 std::int64_t LocalElements(const ParamTensor& t, int tp, int ep, int etp) {
   if (t.expert) {
     const std::int64_t per_rank = t.Total() / std::max(1, ep);
@@ -163,6 +154,12 @@ void Add(RankParams& r, const ListSums& s, std::int64_t times, bool frozen) {
 }
 
 }  // namespace
+
+// (strstr: the names are NUL-terminated literals, searched once each per estimate.)
+bool IsTeLinearWeight(const model::ParamTensor& t) {
+  return !t.is_norm && !t.is_bias && !t.is_buffer && std::strstr(t.name, "linear_") != nullptr &&
+         std::strstr(t.name, "router") == nullptr;
+}
 
 bool IsBf16Layer(const model::ModelConfig& m, int layer) {
   if (!m.first_last_layers_bf16) return false;

@@ -58,6 +58,11 @@ struct ParamCatalog {
 
 ParamCatalog MakeParamCatalog(const model::Job& job);
 
+// Transformer Engine linear weights: the only tensors TE stores in fp8 with fp8 params
+// (MCore fp8_utils / TE module weights; embeddings, norms, router and output layer stay
+// in params_dtype).
+bool IsTeLinearWeight(const model::ParamTensor& tensor);
+
 // Whether global layer `layer` runs in bf16 in an fp8 job (first_last_layers_bf16 with
 // num_layers_at_start/end_in_bf16; MCore fp8_utils.is_first_last_bf16_layer).
 bool IsBf16Layer(const model::ModelConfig& model, int layer);

@@ -31,12 +31,6 @@ int ModuleOrder(const char* name) {
   return 5;
 }
 
-// TE stores linear weights in fp8 with fp8 params (model_state.cc IsTeLinearWeight).
-bool IsTeLinearWeight(const ParamTensor& t) {
-  return !t.is_norm && !t.is_bias && !t.is_buffer && std::strstr(t.name, "linear_") != nullptr &&
-         std::strstr(t.name, "router") == nullptr;
-}
-
 // Collects one part's parameters on a rank, with each tensor's module rank for the
 // registration order.
 class LayoutSink final : public model::ParamTensorSink {
