@@ -201,7 +201,15 @@ ParamCatalog MakeParamCatalog(const model::Job& job) {
   // its end as dense) rather than allocating num_layers falses on every estimate.
   if (m.num_moe_experts.value_or(0) > 0) c.moe_pattern = model::MoeLayerPattern(m);
   c.param_layout = UsesParamLayout(job);
-  if (c.param_layout) c.layout = MakeLayoutLists(job);
+  if (c.param_layout) {
+    c.layout = MakeLayoutLists(job);
+    // A model of more tensors than kMaxLayoutTensors keeps the layer-granular model: the
+    // per-tensor trace would take minutes (100,000 experts per layer, say).
+    if (LayoutTensorCount(job, c.layout) > kMaxLayoutTensors) {
+      c.param_layout = false;
+      c.layout = LayoutLists{};
+    }
+  }
   return c;
 }
 

@@ -344,6 +344,23 @@ LayoutLists MakeLayoutLists(const model::Job& job) {
   return lists;
 }
 
+std::int64_t LayoutTensorCount(const model::Job& job, const LayoutLists& lists) {
+  auto count = [](const std::vector<LayoutParam>& list) {
+    std::int64_t n = 0;
+    for (const LayoutParam& p : list) n += p.copies;
+    return n;
+  };
+  std::int64_t per_layer = 0;
+  for (const auto& kind : lists.layer) {
+    for (const auto& list : kind) per_layer = std::max(per_layer, count(list));
+  }
+  const auto& m = job.model;
+  const std::int64_t layers = m.num_layers + m.mtp_num_layers.value_or(0);
+  return per_layer * layers + count(lists.embedding) + count(lists.final_norm) +
+         count(lists.output) + count(lists.tied_output) +
+         count(lists.mtp_extra) * m.mtp_num_layers.value_or(0);
+}
+
 bool UsesParamLayout(const model::Job& job) {
   return job.memtune.framework == model::Framework::kMegatron && !job.ddp.use_megatron_fsdp &&
          !job.optimizer.use_precision_aware_optimizer && !job.optimizer.optimizer_cpu_offload &&

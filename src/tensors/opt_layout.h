@@ -63,6 +63,12 @@ struct LayoutLists {
 
 LayoutLists MakeLayoutLists(const model::Job& job);
 
+// Parameter tensors of the whole model by `lists` (every layer counted as its largest kind,
+// copies included), and the most a job may have for the layout to apply (real models have
+// tens of thousands at most: 61 layers x 256 experts x 2 linears is 31,232).
+std::int64_t LayoutTensorCount(const model::Job& job, const LayoutLists& lists);
+inline constexpr std::int64_t kMaxLayoutTensors = 1000000;
+
 // Whether model state follows this layout: Megatron-Core DDP with Megatron-Core's
 // optimizers on the GPU (not Megatron-FSDP, not the precision-aware or CPU-offloaded
 // optimizer, not PEFT, whose frozen base keeps no optimizer state; those keep the

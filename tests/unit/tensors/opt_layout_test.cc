@@ -188,6 +188,20 @@ TEST(OptLayoutTest, TheSumsWalkAgreesWithTheFullLayout) {
   }
 }
 
+// A model of more than kMaxLayoutTensors tensors (hostile or absurd: 100 layers of 100,000
+// experts) keeps the layer-granular model rather than a per-tensor trace of minutes.
+TEST(OptLayoutTest, TooManyTensorsKeepTheLayerGranularModel) {
+  model::Job job = TinyJob("overlap_grad_reduce: true", 2, 100);
+  job.model.num_moe_experts = 100000;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 64;
+  const ParamCatalog catalog = MakeParamCatalog(job);
+  EXPECT_FALSE(catalog.param_layout);
+  job.model.num_moe_experts = 256;  // 100 layers x 512 expert tensors: well inside
+  EXPECT_TRUE(MakeParamCatalog(job).param_layout);
+  EXPECT_LT(LayoutTensorCount(job, MakeParamCatalog(job).layout), kMaxLayoutTensors);
+}
+
 // PEFT, Megatron-FSDP, the precision-aware and the CPU-offloaded optimizer keep the
 // layer-granular model.
 TEST(OptLayoutTest, OnlyMegatronDdpWithGpuOptimizersUsesIt) {
