@@ -2,6 +2,7 @@
 #include "tensors/opt_layout.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <utility>
@@ -95,135 +96,136 @@ struct BufferLayout {
   std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // [start, end), padded
 };
 
-// The chunk's parameters in registration order, one callback per tensor.
+// The chunk's parts in registration order (named_parameters: embedding, layers, final norm,
+// MTP blocks, output layer): f(list, sum, times) per part, `times` alike layers at once when
+// every layer of the model is alike (no experts, no bf16 layers), else 1.
 template <typename F>
-void ForEachParam(const LayoutLists& lists, const std::vector<bool>& moe_pattern,
-                  const model::ModelConfig& m, const estimate::ModelChunk& chunk, int pp_size,
-                  F&& f) {
-  auto list = [&](const std::vector<LayoutParam>& params) {
-    for (const LayoutParam& p : params) f(p);
-  };
-  auto layer = [&](int index) {
-    const bool moe = index < static_cast<int>(moe_pattern.size()) && moe_pattern[index];
-    list(lists.layer[moe][IsBf16Layer(m, index) ? 0 : 1]);
-  };
-  if (chunk.has_embedding) list(lists.embedding);
-  for (int i = 0; i < chunk.num_layers; ++i) layer(chunk.first_layer + i);
-  if (chunk.has_output) list(lists.final_norm);
-  for (int i = 0; i < chunk.num_mtp_layers; ++i) {
-    list(lists.mtp_extra);
-    layer(static_cast<int>(m.num_layers) + i);
-  }
-  if (chunk.has_output) {
-    list(lists.output);
-    if (m.share_embeddings_and_output_weights && pp_size > 1) list(lists.tied_output);
-  }
-}
-
-// ForEachParam in reverse (the layout's walk), each copy of a family once.
-template <typename F>
-void ForEachParamReversed(const LayoutLists& lists, const std::vector<bool>& moe_pattern,
-                          const model::ModelConfig& m, const estimate::ModelChunk& chunk,
-                          int pp_size, F&& f) {
-  auto list = [&](const std::vector<LayoutParam>& params) {
-    for (auto it = params.rbegin(); it != params.rend(); ++it) f(*it);
-  };
-  auto layer = [&](int index) {
-    const bool moe = index < static_cast<int>(moe_pattern.size()) && moe_pattern[index];
-    list(lists.layer[moe][IsBf16Layer(m, index) ? 0 : 1]);
-  };
-  if (chunk.has_output) {
-    if (m.share_embeddings_and_output_weights && pp_size > 1) list(lists.tied_output);
-    list(lists.output);
-  }
-  for (int i = chunk.num_mtp_layers - 1; i >= 0; --i) {
-    layer(static_cast<int>(m.num_layers) + i);
-    list(lists.mtp_extra);
-  }
-  if (chunk.has_output) list(lists.final_norm);
-  for (int i = chunk.num_layers - 1; i >= 0; --i) layer(chunk.first_layer + i);
-  if (chunk.has_embedding) list(lists.embedding);
-}
-
-// A chunk's elements per buffer kind from the lists' sums, and whether all its lists are
-// plain (LayoutLists::Sum).
-struct ChunkSums {
-  std::int64_t elements[4] = {};
-  bool used[4] = {};
-  bool plain = true;
-};
-
-ChunkSums SumChunk(const LayoutLists& lists, const std::vector<bool>& moe_pattern,
-                   const model::ModelConfig& m, const estimate::ModelChunk& chunk, int pp_size) {
-  ChunkSums t;
-  auto add = [&](const LayoutLists::Sum& s) {
-    for (int key = 0; key < 4; ++key) {
-      t.elements[key] += s.elements[key];
-      t.used[key] = t.used[key] || s.used[key];
-    }
-    t.plain = t.plain && s.plain;
-  };
+void ForEachPart(const LayoutLists& lists, const std::vector<bool>& moe_pattern,
+                 const model::ModelConfig& m, const estimate::ModelChunk& chunk, int pp_size,
+                 F&& f) {
   auto layer = [&](int index) {
     const bool moe = index < static_cast<int>(moe_pattern.size()) && moe_pattern[index];
     const int fp8 = IsBf16Layer(m, index) ? 0 : 1;
-    add(lists.layer_sum[moe][fp8]);
+    f(lists.layer[moe][fp8], lists.layer_sum[moe][fp8], 1);
   };
-  if (chunk.has_embedding) add(lists.embedding_sum);
-  if (moe_pattern.empty() && !m.first_last_layers_bf16) {  // every layer alike
-    const LayoutLists::Sum& s = lists.layer_sum[0][1];
-    for (int key = 0; key < 4; ++key) {
-      t.elements[key] += s.elements[key] * std::max(0, chunk.num_layers);
-      t.used[key] = t.used[key] || (s.used[key] && chunk.num_layers > 0);
-    }
-    t.plain = t.plain && (s.plain || chunk.num_layers == 0);
+  if (chunk.has_embedding) f(lists.embedding, lists.embedding_sum, 1);
+  if (moe_pattern.empty() && !m.first_last_layers_bf16) {
+    if (chunk.num_layers > 0) f(lists.layer[0][1], lists.layer_sum[0][1], chunk.num_layers);
   } else {
     for (int i = 0; i < chunk.num_layers; ++i) layer(chunk.first_layer + i);
   }
-  if (chunk.has_output) add(lists.final_norm_sum);
+  if (chunk.has_output) f(lists.final_norm, lists.final_norm_sum, 1);
   for (int i = 0; i < chunk.num_mtp_layers; ++i) {
-    add(lists.mtp_extra_sum);
+    f(lists.mtp_extra, lists.mtp_extra_sum, 1);
     layer(static_cast<int>(m.num_layers) + i);
   }
   if (chunk.has_output) {
-    add(lists.output_sum);
-    if (m.share_embeddings_and_output_weights && pp_size > 1) add(lists.tied_output_sum);
+    f(lists.output, lists.output_sum, 1);
+    if (m.share_embeddings_and_output_weights && pp_size > 1)
+      f(lists.tied_output, lists.tied_output_sum, 1);
   }
-  return t;
 }
 
-// The sums alone (the estimator's hot path): one reverse walk per chunk with every
-// buffer's bucket open at once, and only the open bucket's parameters kept.
+int KeyOf(const LayoutParam& p) { return (p.expert ? 2 : 0) + (p.fp8 ? 1 : 0); }
+
+// One chunk laid out as _compute_per_buffer_param_layout does: parameters in reverse
+// registration order, every buffer (KeyOf) with its own cursor and open bucket;
+// `place(key, start, end, param)` per tensor, `close(key, bucket_start, bucket_end)` per
+// bucket. Returns each buffer's padded size (0: the chunk has no such tensor).
+struct Cursor {
+  std::int64_t start = 0, bucket_start = 0, end = 0;
+  bool open = false, used = false;
+};
+template <typename Place, typename Close>
+std::array<Cursor, 4> WalkChunk(const LayoutLists& lists, const std::vector<bool>& moe_pattern,
+                                const model::ModelConfig& m, const estimate::ModelChunk& chunk,
+                                bool dist_opt, std::int64_t bucket_size,
+                                const std::int64_t divisor[4], Place&& place, Close&& close) {
+  std::array<Cursor, 4> cur{};
+  auto shut = [&](int key, std::int64_t param_end) {
+    Cursor& k = cur[static_cast<std::size_t>(key)];
+    const std::int64_t bucket_end = dist_opt ? RoundUp(param_end, divisor[key]) : param_end;
+    close(key, k.bucket_start, bucket_end);
+    k.bucket_start = bucket_end;
+    k.open = false;
+    return bucket_end;
+  };
+  // The parts in reverse (a chunk has a few more parts than layers).
+  thread_local std::vector<std::pair<const std::vector<LayoutParam>*, int>> parts;
+  parts.clear();
+  ForEachPart(lists, moe_pattern, m, chunk, m.pipeline_model_parallel_size,
+              [](const std::vector<LayoutParam>& list, const LayoutLists::Sum&, int times) {
+                parts.emplace_back(&list, times);
+              });
+  for (auto part = parts.rbegin(); part != parts.rend(); ++part) {
+    for (int t = 0; t < part->second; ++t) {
+      for (auto it = part->first->rbegin(); it != part->first->rend(); ++it) {
+        const LayoutParam& p = *it;
+        const int key = KeyOf(p);
+        Cursor& k = cur[static_cast<std::size_t>(key)];
+        k.used = true;
+        for (std::int32_t copy = 0; copy < p.copies; ++copy) {
+          if (dist_opt) k.start = RoundUp(k.start, 64);
+          if (dist_opt && p.shared_embedding && k.open) k.start = shut(key, k.start);
+          k.end = k.start + p.elements;
+          place(key, k.start, k.end, p);
+          k.open = true;
+          if ((bucket_size > 0 && k.end - k.bucket_start >= bucket_size) ||
+              (dist_opt && p.shared_embedding)) {
+            k.start = shut(key, k.end);
+          } else {
+            k.start = k.end;
+          }
+        }
+      }
+    }
+  }
+  for (int key = 0; key < 4; ++key) {
+    if (cur[static_cast<std::size_t>(key)].open) shut(key, cur[static_cast<std::size_t>(key)].end);
+  }
+  return cur;  // bucket_start: the buffer's padded size
+}
+
+// What LayoutRank needs of the job, once.
+struct LayoutRules {
+  bool dist_opt = false;
+  std::int64_t dp[4] = {1, 1, 1, 1};       // DP size per buffer kind (dense / expert)
+  std::int64_t divisor[4] = {1, 1, 1, 1};  // bucket-end padding: lcm(DP, 128)
+  std::int64_t bucket_size = 0;            // 0: one bucket (bucket_size None)
+  std::int64_t ChunkBucketSize(const model::Job& job, std::size_t chunk, int pp_rank) const {
+    const bool one =
+        chunk > 0 || pp_rank > 0 || job.optimizer.overlap_param_gather_with_optimizer_step;
+    return one ? 0 : bucket_size;
+  }
+};
+
+// The sums alone (the estimator's hot path): a one-bucket chunk of gapless tensors from the
+// lists' sums, any other chunk walked keeping only each open bucket's tensors.
 void LayoutSums(const model::Job& job, const LayoutLists& lists,
                 const std::vector<bool>& moe_pattern, std::span<const estimate::ModelChunk> chunks,
-                int pp_rank, const std::int64_t shards[2], std::int64_t bucket_size,
-                OptLayout& out) {
+                int pp_rank, const LayoutRules& r, OptLayout& out) {
   const auto& m = job.model;
-  const bool dist_opt = job.optimizer.use_distributed_optimizer;
-  struct Key {
-    std::int64_t start = 0, bucket_start = 0, end = 0, divisor = 1, dp = 1;
-    bool open = false, used = false;
-    std::vector<std::pair<std::int64_t, std::int64_t>> bucket;  // the open bucket's params
-  };
-  thread_local Key keys[4];
-  for (int k = 0; k < 4; ++k) {
-    keys[k].dp = shards[k / 2];
-    keys[k].divisor = std::lcm(keys[k].dp, std::int64_t{128});
-  }
+  thread_local std::vector<std::pair<std::int64_t, std::int64_t>> bucket[4];
   for (std::size_t c = 0; c < chunks.size(); ++c) {
-    const bool one_bucket =
-        c > 0 || pp_rank > 0 || job.optimizer.overlap_param_gather_with_optimizer_step;
-    const std::int64_t size = one_bucket ? 0 : bucket_size;
-    if (!dist_opt || size == 0) {  // whole parameters, or one gapless bucket per buffer
-      const ChunkSums t =
-          SumChunk(lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size);
-      if (!dist_opt || t.plain) {
+    const std::int64_t size = r.ChunkBucketSize(job, c, pp_rank);
+    if (!r.dist_opt || size == 0) {  // whole parameters, or one gapless bucket per buffer
+      LayoutLists::Sum t;
+      ForEachPart(lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size,
+                  [&t](const std::vector<LayoutParam>&, const LayoutLists::Sum& s, int times) {
+                    for (int key = 0; key < 4; ++key) {
+                      t.elements[key] += s.elements[key] * times;
+                      t.used[key] = t.used[key] || s.used[key];
+                    }
+                    t.plain = t.plain && s.plain;
+                  });
+      if (!r.dist_opt || t.plain) {
         for (int key = 0; key < 4; ++key) {
           if (!t.used[key]) continue;
           const std::int64_t total = t.elements[key];
           std::int64_t numel = total, share = total;
-          if (dist_opt) {  // padded to lcm(DP, 128); rank 0 owns the first 1/DP
-            numel = RoundUp(total, keys[key].divisor);
-            share = std::min(total, numel / keys[key].dp);
+          if (r.dist_opt) {  // padded to lcm(DP, 128); rank 0 owns the first 1/DP
+            numel = RoundUp(total, r.divisor[key]);
+            share = std::min(total, numel / r.dp[key]);
           }
           out.buffer_elements[key / 2][key % 2] += numel;
           out.shard_elements[key / 2][key % 2] += share;
@@ -231,46 +233,21 @@ void LayoutSums(const model::Job& job, const LayoutLists& lists,
         continue;
       }
     }
-    for (Key& k : keys) {
-      k.start = k.bucket_start = k.end = 0;
-      k.open = k.used = false;
-      k.bucket.clear();
-    }
-    auto close = [&](Key& k, int key, std::int64_t param_end) {
-      const std::int64_t bucket_end = dist_opt ? RoundUp(param_end, k.divisor) : param_end;
-      const std::int64_t own_end = k.bucket_start + (bucket_end - k.bucket_start) / k.dp;
-      for (const auto& [ps, pe] : k.bucket) {
-        if (ps < own_end) out.shard_elements[key / 2][key % 2] += std::min(pe, own_end) - ps;
-      }
-      k.bucket.clear();
-      k.bucket_start = bucket_end;
-      k.open = false;
-      return bucket_end;
-    };
-    ForEachParamReversed(
-        lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size,
-        [&](const LayoutParam& p) {
-          const int key = (p.expert ? 2 : 0) + (p.fp8 ? 1 : 0);
-          Key& k = keys[key];
-          k.used = true;
-          for (std::int32_t copy = 0; copy < p.copies; ++copy) {
-            if (dist_opt) k.start = RoundUp(k.start, 64);
-            if (dist_opt && p.shared_embedding && k.open) k.start = close(k, key, k.start);
-            k.end = k.start + p.elements;
-            k.bucket.emplace_back(k.start, k.end);
-            k.open = true;
-            if ((size > 0 && k.end - k.bucket_start >= size) || (dist_opt && p.shared_embedding)) {
-              k.start = close(k, key, k.end);
-            } else {
-              k.start = k.end;
-            }
+    for (auto& b : bucket) b.clear();
+    const auto cur = WalkChunk(
+        lists, moe_pattern, m, chunks[c], r.dist_opt, size, r.divisor,
+        [&](int key, std::int64_t start, std::int64_t end, const LayoutParam&) {
+          bucket[key].emplace_back(start, end);
+        },
+        [&](int key, std::int64_t bs, std::int64_t be) {
+          const std::int64_t own_end = bs + (be - bs) / r.dp[key];
+          for (const auto& [ps, pe] : bucket[key]) {
+            if (ps < own_end) out.shard_elements[key / 2][key % 2] += std::min(pe, own_end) - ps;
           }
+          bucket[key].clear();
         });
     for (int key = 0; key < 4; ++key) {
-      Key& k = keys[key];
-      if (!k.used) continue;
-      if (k.open) close(k, key, k.end);
-      out.buffer_elements[key / 2][key % 2] += k.bucket_start;
+      out.buffer_elements[key / 2][key % 2] += cur[static_cast<std::size_t>(key)].bucket_start;
     }
   }
 }
@@ -372,81 +349,61 @@ OptLayout LayoutRank(const model::Job& job, const LayoutLists& lists,
                      std::span<const estimate::ModelChunk> chunks, int pp_rank, bool with_shards) {
   const auto& m = job.model;
   const auto& ddp = job.ddp;
-  const bool dist_opt = job.optimizer.use_distributed_optimizer;
+  LayoutRules r;
+  r.dist_opt = job.optimizer.use_distributed_optimizer;
   const int cp = std::max(1, m.context_parallel_size);
   const int instances = std::max(1, ddp.num_distributed_optimizer_instances);
   const std::int64_t dp_cp = std::int64_t{model::DataParallelSize(job)} * cp;
   // optimizer/__init__.py: dense state over the intra-instance DP x CP group, expert state
   // over the intra-instance expert-DP group.
-  const std::int64_t shards[2] = {
-      dist_opt ? std::max<std::int64_t>(1, dp_cp / instances) : 1,
-      dist_opt ? std::max<std::int64_t>(1, model::ExpertDataParallelSize(job) / instances) : 1};
-  // 0: one bucket (bucket_size None).
-  const std::int64_t bucket_size =
-      ddp.overlap_grad_reduce
-          ? ddp.bucket_size.value_or(std::max<std::int64_t>(40000000, 1000000 * dp_cp))
-          : 0;
+  for (int key = 0; key < 4; ++key) {
+    const std::int64_t group = key >= 2 ? model::ExpertDataParallelSize(job) : dp_cp;
+    r.dp[key] = r.dist_opt ? std::max<std::int64_t>(1, group / instances) : 1;
+    r.divisor[key] = std::lcm(r.dp[key], std::int64_t{128});
+  }
+  if (ddp.overlap_grad_reduce) {
+    r.bucket_size = ddp.bucket_size.value_or(std::max<std::int64_t>(40000000, 1000000 * dp_cp));
+  }
   OptLayout out;
   if (!with_shards) {
-    LayoutSums(job, lists, moe_pattern, chunks, pp_rank, shards, bucket_size, out);
+    LayoutSums(job, lists, moe_pattern, chunks, pp_rank, r, out);
     return out;
   }
   out.chunks.resize(chunks.size());
   out.params.resize(chunks.size());
   std::vector<BufferLayout> buffers;  // every chunk's, chunk-major, first-seen key order
-  std::vector<LayoutParam> order;     // one chunk's parameters, registration order
   for (std::size_t c = 0; c < chunks.size(); ++c) {
-    order.clear();
-    ForEachParam(lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size,
-                 [&](const LayoutParam& p) { order.push_back(p); });
-    for (const LayoutParam& p : order) {
-      out.params[c].insert(out.params[c].end(), static_cast<std::size_t>(p.copies),
-                           OptLayout::Param{p.elements, p.fp8});
-    }
-    const bool one_bucket =
-        c > 0 || pp_rank > 0 || job.optimizer.overlap_param_gather_with_optimizer_step;
-    const std::int64_t size = one_bucket ? 0 : bucket_size;
-    // Buffer keys in first-seen order (param_and_grad_buffer.py group_params_for_buffers).
+    // Buffer keys in first-seen order (param_and_grad_buffer.py group_params_for_buffers),
+    // and the chunk's tensors as the model builds them.
     int keys[4], num_keys = 0;
-    for (const LayoutParam& p : order) {
-      const int key = (p.expert ? 2 : 0) + (p.fp8 ? 1 : 0);
-      if (std::find(keys, keys + num_keys, key) == keys + num_keys) keys[num_keys++] = key;
-    }
+    ForEachPart(lists, moe_pattern, m, chunks[c], m.pipeline_model_parallel_size,
+                [&](const std::vector<LayoutParam>& list, const LayoutLists::Sum&, int times) {
+                  for (int t = 0; t < times; ++t) {
+                    for (const LayoutParam& p : list) {
+                      out.params[c].insert(out.params[c].end(), static_cast<std::size_t>(p.copies),
+                                           OptLayout::Param{p.elements, p.fp8});
+                      const int key = KeyOf(p);
+                      if (std::find(keys, keys + num_keys, key) == keys + num_keys)
+                        keys[num_keys++] = key;
+                    }
+                  }
+                });
+    BufferLayout by_key[4];
+    const auto cur = WalkChunk(
+        lists, moe_pattern, m, chunks[c], r.dist_opt, r.ChunkBucketSize(job, c, pp_rank), r.divisor,
+        [&](int key, std::int64_t start, std::int64_t end, const LayoutParam& p) {
+          BufferLayout& b = by_key[key];
+          b.params.push_back({start, end, static_cast<int>(b.buckets.size()), p.no_decay});
+        },
+        [&](int key, std::int64_t bs, std::int64_t be) {
+          by_key[key].buckets.emplace_back(bs, be);
+        });
     for (int k = 0; k < num_keys; ++k) {
-      BufferLayout b;
+      BufferLayout& b = by_key[keys[k]];
       b.chunk = static_cast<int>(c);
       b.expert = keys[k] >= 2;
       b.fp8 = keys[k] % 2 == 1;
-      const std::int64_t dp = shards[b.expert ? 1 : 0];
-      const std::int64_t divisor = std::lcm(dp, std::int64_t{128});
-      std::int64_t start = 0, bucket_start = 0;
-      std::int64_t end = 0;
-      bool open = false;
-      auto close = [&](std::int64_t param_end) {
-        const std::int64_t bucket_end = dist_opt ? RoundUp(param_end, divisor) : param_end;
-        b.buckets.emplace_back(bucket_start, bucket_end);
-        bucket_start = bucket_end;
-        open = false;
-        return bucket_end;
-      };
-      for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        const LayoutParam& p = *it;
-        if ((p.expert ? 2 : 0) + (p.fp8 ? 1 : 0) != keys[k]) continue;
-        for (std::int32_t copy = 0; copy < p.copies; ++copy) {
-          if (dist_opt) start = RoundUp(start, 64);
-          if (dist_opt && p.shared_embedding && open) start = close(start);
-          end = start + p.elements;
-          b.params.push_back({start, end, static_cast<int>(b.buckets.size()), p.no_decay});
-          open = true;
-          if ((size > 0 && end - bucket_start >= size) || (dist_opt && p.shared_embedding)) {
-            start = close(end);
-          } else {
-            start = end;
-          }
-        }
-      }
-      if (open) close(end);
-      const std::int64_t numel = b.buckets.empty() ? 0 : b.buckets.back().second;
+      const std::int64_t numel = cur[static_cast<std::size_t>(keys[k])].bucket_start;
       out.chunks[c].push_back({b.expert, b.fp8, numel});
       out.buffer_elements[b.expert][b.fp8] += numel;
       buffers.push_back(std::move(b));
@@ -455,14 +412,14 @@ OptLayout LayoutRank(const model::Job& job, const LayoutLists& lists,
   // DP rank 0's shards: optimizer (dense, expert), group (decay, no decay), chunk, buffer,
   // bucket, parameter.
   for (int expert = 0; expert < 2; ++expert) {
-    const std::int64_t dp = shards[expert];
+    const std::int64_t dp = r.dp[expert * 2];
     for (int no_decay = 0; no_decay < 2; ++no_decay) {
       for (const BufferLayout& b : buffers) {
         if (b.expert != (expert == 1)) continue;
         // Without the distributed optimizer the groups list parameters in registration
         // order (optimizer/__init__.py _get_param_groups), the reverse of the buffer's.
         for (std::size_t i = 0; i < b.params.size(); ++i) {
-          const Placed& p = b.params[dist_opt ? i : b.params.size() - 1 - i];
+          const Placed& p = b.params[r.dist_opt ? i : b.params.size() - 1 - i];
           if (p.no_decay != (no_decay == 1)) continue;
           const auto& [bs, be] = b.buckets[static_cast<std::size_t>(p.bucket)];
           const std::int64_t own_end = bs + (be - bs) / dp;
