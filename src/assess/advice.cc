@@ -9,7 +9,6 @@
 namespace memtune::assess::internal {
 namespace {
 
-constexpr const char* kExpandableId = "allocator.expandable-segments";
 constexpr const char* kReduceId = "memory.reduce-model-or-activations";
 
 std::string Gb(std::int64_t bytes) {
@@ -37,7 +36,7 @@ std::string AllocConfField(const synth::Forecast& f) {
 Advice ExpandableAdvice(const Assessment& a, const ModeVerdict& native,
                         const ModeVerdict& expandable, std::string text) {
   Advice advice;
-  advice.id = kExpandableId;
+  advice.id = std::string(kExpandableSegmentsAdvice);
   advice.playbook_step = "Quick Decision step 1";
   advice.changes.push_back({AllocConfField(*a.forecast), JsonString(expandable.alloc_conf)});
   advice.effect_bytes = expandable.margin_bytes - native.margin_bytes;

@@ -116,7 +116,7 @@ JobFacts FactsOf(const model::Job& job, const assess::Assessment& a) {
 
 void PredictFixes(const assess::Assessment& a, std::vector<Fix>& fixes) {
   for (Fix& fix : fixes) {
-    if (fix.id == "allocator.expandable-segments") fix.predicted = PredictExpandable(a);
+    if (fix.id == assess::kExpandableSegmentsAdvice) fix.predicted = PredictExpandable(a);
     for (const assess::Advice& advice : a.advice) {
       if (advice.id == fix.id && advice.effect_bytes != 0) fix.effect_bytes = advice.effect_bytes;
     }

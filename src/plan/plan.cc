@@ -53,7 +53,7 @@ std::optional<Candidate> FromAssessment(const model::Job& current, const Analyti
   // The assessment's Quick Decision advice (assess/advice.cc): expandable segments first
   // when fragmentation costs more than the native allocator leaves spare.
   const bool advised = std::any_of(result.advice.begin(), result.advice.end(), [](const auto& x) {
-    return x.id == "allocator.expandable-segments";
+    return x.id == assess::kExpandableSegmentsAdvice;
   });
   const assess::ModeVerdict* chosen = nullptr;
   if (own->state == assess::VerdictState::kFits && advised && !keep_mode && other &&

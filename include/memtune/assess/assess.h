@@ -81,6 +81,9 @@ struct FieldChange {
   std::string value_json;
 };
 
+// The id of the Quick Decision step 1 advice: set expandable segments (docs/assess.md).
+inline constexpr std::string_view kExpandableSegmentsAdvice = "allocator.expandable-segments";
+
 // One piece of advice, as the playbook orders it (../seed memory-tuning.md, docs/assess.md).
 struct Advice {
   std::string id;                    // stable, e.g. "allocator.expandable-segments"

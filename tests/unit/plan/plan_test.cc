@@ -54,6 +54,25 @@ TEST(PlanTest, SeedPutsExpandableSegmentsFirstAndTp8BelowPp8) {
   EXPECT_LE(plan->simulated, 24 + 16);
 }
 
+// The free-fix row follows the assessment's advice: with VPP 10 the seed case fits natively
+// by more than fragmentation costs (no expandable-segments advice), so the job as it is
+// leads; pinning the allocator setting keeps it as it is too.
+TEST(PlanTest, TheJobAsItIsLeadsWhenNoAllocatorAdviceApplies) {
+  model::Job vpp10 = Example();
+  vpp10.model.virtual_pipeline_model_parallel_size = 10;
+  auto plan = PlanJob(vpp10);
+  ASSERT_TRUE(plan.has_value()) << plan.error().Describe();
+  ASSERT_FALSE(plan->candidates.empty());
+  EXPECT_TRUE(plan->candidates.front().changes.empty());
+  EXPECT_EQ(plan->candidates.front().playbook, "the job as it is");
+  PlanOptions keep;
+  keep.keep = {"memtune.env.PYTORCH_CUDA_ALLOC_CONF"};
+  auto kept = PlanJob(Example(), keep);
+  ASSERT_TRUE(kept.has_value()) << kept.error().Describe();
+  ASSERT_FALSE(kept->candidates.empty());
+  EXPECT_TRUE(kept->candidates.front().changes.empty());
+}
+
 TEST(PlanTest, KeptFieldsDoNotChange) {
   PlanOptions options;
   options.keep = {"model.tensor_model_parallel_size", "model.pipeline_model_parallel_size"};
