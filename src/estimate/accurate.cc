@@ -3,6 +3,7 @@
 #include "accurate.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,7 @@
 #include "schedule_internal.h"
 #include "tensors/activations.h"
 #include "tensors/model_state.h"
+#include "tensors/moe_load.h"
 #include "tensors/workspaces.h"
 
 namespace memtune::estimate::internal {
@@ -21,6 +23,32 @@ namespace memtune::estimate::internal {
 using namespace ::memtune::tensors;  // NOLINT(google-build-using-namespace): the tensor model
 
 namespace {
+
+std::string Fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+// The routing the MoE layers are sized with (tensors/moe_load.h), in words.
+std::string RoutingAssumption(const model::Job& job) {
+  const double spread = RoutingSpread(job);
+  const MoeLoadModel load = MakeMoeLoadModel(job);
+  const std::string source = job.memtune.moe_routing_spread ? "memtune.moe_routing_spread"
+                             : job.model.moe_router_force_load_balancing
+                                 ? "moe_router_force_load_balancing"
+                                 : "default for a learned router; set memtune.moe_routing_spread";
+  if (spread <= 0) return "MoE routing balanced over experts (" + source + ")";
+  std::string out =
+      "MoE routing imbalance: expert log-load spread " + Fixed(spread, 2) + " (" + source + ")";
+  if (load.active()) {
+    return out + "; this rank's expert rows vary by layer and micro-batch (log-load sigma " +
+           Fixed(load.rank_sigma, 3) + "), the schedule walked to the peak";
+  }
+  return out +
+         "; not applied here (one expert-parallel rank, full recompute or offloading): "
+         "balanced sizes";
+}
 
 Status CheckSupported(const model::Job& job) {
   const auto& m = job.model;
@@ -130,8 +158,7 @@ void AddAssumptions(const model::Job& job, Estimate& e) {
           "temporaries at once (tmp.adam)");
       break;
   }
-  if (m.num_moe_experts.value_or(0) > 0)
-    e.assumptions.push_back("MoE routing balanced over experts");
+  if (m.num_moe_experts.value_or(0) > 0) e.assumptions.push_back(RoutingAssumption(job));
   if (m.cuda_graph_impl == model::CudaGraphImpl::kTransformerEngine ||
       m.cuda_graph_impl == model::CudaGraphImpl::kLocal) {
     e.assumptions.push_back(

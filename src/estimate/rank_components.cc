@@ -2,10 +2,12 @@
 #include "rank_components.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "rank_walk.h"
 #include "schedule_internal.h"
 #include "tensors/layer_plan.h"
 #include "tensors/workspaces.h"
@@ -73,7 +75,7 @@ class ComponentWriter {
 // PushModelState's components, at most; the backward peak adds at most one per activation
 // tensor and 6 others, the optimizer-step peak 3.
 constexpr int kModelStateComponents = 13;
-constexpr int kBackwardOtherComponents = 6, kStepComponents = 3;
+constexpr int kBackwardOtherComponents = 7, kStepComponents = 3;
 
 void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
   push("params", s.params_hp, ComponentKind::kParameters,
@@ -188,6 +190,20 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
       layers_total += n * f.layer_total[moe][fp8];
     }
   }
+  // Layers whose sizes differ by micro-batch (routing imbalance): the schedule walked in
+  // bytes replaces the closed form (rank_walk.h).
+  std::optional<ActivationPeak> walked;
+  if (f.moe_load.active()) {
+    walked = WalkRankActivations(job, f, stage, pp_rank);
+    r.in_flight_microbatches = walked->in_flight;
+    layers_total = SumBytes(walked->held);
+    embedding = walked->embedding;
+    output_hidden = walked->output;
+    logits = walked->logits;
+    deferred = walked->deferred + walked->carried;
+    transient = walked->transient;
+    logits_transient = 0;
+  }
   const std::int64_t model_state = state.Total();
   const std::int64_t activations = layers_total + embedding + output_hidden + logits + deferred;
   const std::int64_t backward_transient = std::max(transient, logits_transient) + state.fsdp_gather;
@@ -207,7 +223,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   r.expert_bytes = state.expert;
   r.dense_bytes = model_state - state.expert;
   const bool backward_peak = r.backward_peak_bytes >= r.step_peak_bytes;
-  const bool one_kind = num_kinds == 1 && checkpoint == 0;  // only the kind's nonzero tensors
+  const bool one_kind = num_kinds == 1 && checkpoint == 0 && !walked;  // the kind's nonzero ones
   const int tensors = one_kind ? kind_tensors->size : kNumActTensors;
   r.components.reserve(kModelStateComponents +
                        (backward_peak ? tensors + kBackwardOtherComponents : kStepComponents));
@@ -230,7 +246,11 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
     } else {
       for (int t = 0; t < kNumActTensors; ++t) {
         std::int64_t held = t == kCheckpointInput ? checkpoint : 0;
-        for (int i = 0; i < num_kinds; ++i) held += kind_n[i] * (*kind_layer[i])[t];
+        if (walked) {
+          held = walked->held[t];
+        } else {
+          for (int i = 0; i < num_kinds; ++i) held += kind_n[i] * (*kind_layer[i])[t];
+        }
         push_tensor(t, held);
       }
     }
@@ -240,12 +260,17 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
          "final-norm input and output-layer input");
     push("act.logits", logits, ComponentKind::kLogits,
          "logits kept for the loss backward (fp32 softmax; bf16 with TE's fused loss)");
-    push("act.deferred_wgrad", deferred, ComponentKind::kActivations,
+    push("act.deferred_wgrad", walked ? walked->deferred : deferred, ComponentKind::kActivations,
          "defer_embedding_wgrad_compute: output-layer inputs and logits gradients kept for the "
          "wgrad after the pipeline flush");
+    push("act.pipeline_carry", walked ? walked->carried : 0, ComponentKind::kActivations,
+         "each model chunk's last received pipeline input and its retained gradient, kept "
+         "until the chunk's next forward (TransformerBlock.input_tensor)");
     push("tmp.backward", std::max(transient, logits_transient), ComponentKind::kTransient,
-         "largest one-layer backward working set (gradients, gathered inputs, recompute replay) or "
-         "logits gradient");
+         walked ? "the working set of the pass running at the activation peak (a layer's or the "
+                  "output layer's tensors made in its forward or backward)"
+                : "largest one-layer backward working set (gradients, gathered inputs, recompute "
+                  "replay) or logits gradient");
     push("tmp.fsdp", state.fsdp_gather, ComponentKind::kTransient,
          "Megatron-FSDP unsharded parameters of the current and prefetched layer");
   } else {

@@ -173,8 +173,6 @@ constexpr IgnoredInput kInputs[] = {
     {"--moe-permute-fusion-into-hybridep", false, "a fused permutation kernel", ""},
     {"--moe-router-bias-update-rate", false, "router hyper-parameter", ""},
     {"--moe-router-force-biased", false, "routing numerics", ""},
-    {"--moe-router-force-load-balancing", false, "balanced routing: what memtune assumes anyway",
-     ""},
     {"--moe-router-fusion", false, "a fused router kernel", ""},
     {"--moe-router-group-topk", false, "routing choice", ""},
     {"--moe-router-load-balancing-type", false, "loss choice", ""},

@@ -217,6 +217,7 @@ std::vector<FieldSpec> MoeFields() {
       m.OptInt("moe_latent_size", &ModelConfig::moe_latent_size, 1, kMaxDim),
       m.Bool("moe_router_enable_expert_bias", &ModelConfig::moe_router_enable_expert_bias),
       m.OptDouble("moe_expert_capacity_factor", &ModelConfig::moe_expert_capacity_factor, 0, 1e6),
+      m.Bool("moe_router_force_load_balancing", &ModelConfig::moe_router_force_load_balancing),
       m.Bool("multi_latent_attention", &ModelConfig::multi_latent_attention),
       Memory(kDerived.OptInt("q_lora_rank", &ModelSpec::q_lora_rank, &ModelConfig::q_lora_rank, 1,
                              kMaxDim),

@@ -365,6 +365,7 @@ SectionSpec BuildMemtune() {
                         {"foreach", OptimizerImpl::kForeach},
                         {"for_loop", OptimizerImpl::kForLoop}}),
               "TE's FusedAdam (Megatron's first choice)"),
+       m.OptDouble("moe_routing_spread", &MemtuneSection::moe_routing_spread, 0, 4),
        m.Text("recipe", &MemtuneSection::recipe), TorchtitanField()},
       true};
 }

@@ -87,6 +87,7 @@ constexpr KnownFlag kKnownFlags[] = {
     {"moe-layer-freq", Arity::kValue},
     {"moe-grouped-gemm", Arity::kSwitch},
     {"moe-permute-fusion", Arity::kSwitch},
+    {"moe-router-force-load-balancing", Arity::kSwitch},
     {"moe-token-dispatcher-type", Arity::kValue},
     {"moe-router-enable-expert-bias", Arity::kSwitch},
     {"moe-latent-size", Arity::kValue},

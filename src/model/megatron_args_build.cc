@@ -165,6 +165,7 @@ Status Moe(const FlagReader& r, YAML::Node& m) {
   }
   m["moe_grouped_gemm"] = r.Switch("moe-grouped-gemm");
   m["moe_permute_fusion"] = r.Switch("moe-permute-fusion");
+  m["moe_router_force_load_balancing"] = r.Switch("moe-router-force-load-balancing");
   MEMTUNE_TRY(auto dispatcher,
               r.Choice("moe-token-dispatcher-type", {"allgather", "alltoall", "flex"}));
   m["moe_token_dispatcher_type"] = dispatcher.value_or("allgather");

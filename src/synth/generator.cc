@@ -74,19 +74,30 @@ struct Generator::LayerExec {
   }
 };
 
+// The layer's sizes in the current micro-batch: a MoE layer's follow its expert rows under
+// routing imbalance (tensors/moe_load.h), the same in its forward and its backward.
+const LayerSizes& Generator::SizesOf(const LayerPlan& lp) {
+  if (lp.kind_moe == 0 || !plan_.facts.moe_load.active())
+    return plan_.sizes[lp.kind_moe][lp.kind_fp8];
+  const tensors::MoeLayerSizes& moe = plan_.moe_sizes[lp.kind_fp8];
+  scratch_ = moe.At(
+      tensors::ExpertRows(plan_.facts.moe_load, moe.balanced_rows, lp.layer, label_.microbatch));
+  return scratch_;
+}
+
 HandleId Generator::ForwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId input) {
   label_.layer = lp.layer;
   rec.saved.fill(kNone);
   LayerExec x{*this, rec};
   const LayerShape shape{plan_.sp, plan_.local_hidden};
-  return LayerForward(plan_.sizes[lp.kind_moe][lp.kind_fp8], shape, lp.keep, input, x);
+  return LayerForward(SizesOf(lp), shape, lp.keep, input, x);
 }
 
 HandleId Generator::BackwardLayer(LayerRec& rec, const LayerPlan& lp, HandleId grad_out) {
   label_.layer = lp.layer;
   LayerExec x{*this, rec};
   const LayerShape shape{plan_.sp, plan_.local_hidden};
-  return LayerBackward(plan_.sizes[lp.kind_moe][lp.kind_fp8], shape, grad_out, x);
+  return LayerBackward(SizesOf(lp), shape, grad_out, x);
 }
 
 // Full recompute / offload: re-run the forward of the unit whose top layer is `top`.

@@ -52,6 +52,7 @@ class Generator {
   void ForwardChunk(int chunk, int mb);
   void BackwardChunk(int chunk, int mb);
   // tensors::LayerForward / LayerBackward of `layer`, emitted.
+  const tensors::LayerSizes& SizesOf(const LayerPlan& layer);
   alloc::HandleId ForwardLayer(LayerRec& rec, const LayerPlan& layer, alloc::HandleId input);
   alloc::HandleId BackwardLayer(LayerRec& rec, const LayerPlan& layer, alloc::HandleId grad_out);
   void ReplayGroup(ChunkRec& rec, const ChunkPlan& chunk, int top);
@@ -60,8 +61,9 @@ class Generator {
   const RankPlan& rank_;
   int pp_rank_ = 0;
   Emitter emit_;
-  EventLabel& label_;           // emit_'s label: where in the step the next event happens
-  std::vector<ChunkRec> recs_;  // [chunk * m + mb]
+  EventLabel& label_;            // emit_'s label: where in the step the next event happens
+  std::vector<ChunkRec> recs_;   // [chunk * m + mb]
+  tensors::LayerSizes scratch_;  // SizesOf's MoE layer at its load
   std::vector<alloc::HandleId> step_grads_;
   std::vector<alloc::HandleId> deferred_;  // defer_embedding_wgrad_compute buffers
   bool dummy_wgrads_made_ = false;         // TE's weight-gradient placeholders allocated

@@ -19,6 +19,7 @@
 #include "tensors/layer_tensors.h"
 #include "tensors/layer_walk.h"
 #include "tensors/model_state.h"
+#include "tensors/moe_sizes.h"
 #include "tensors/workspaces.h"
 
 namespace memtune::synth {
@@ -57,6 +58,8 @@ class Plan {
   tensors::JobFacts facts;
   tensors::ModelStateRules state_rules;  // dtype bytes of the optimizer shards
   LayerSizes sizes[2][2];
+  // MoE layers' sizes by expert rows (used when facts.moe_load is active), [fp8 layer].
+  tensors::MoeLayerSizes moe_sizes[2];
   std::int64_t local_hidden = 0;  // act bytes of one micro-batch's hidden states (local tokens)
   std::vector<RankPlan> ranks;
   // framework fsdp2: one rank class per pipeline stage, its own generator

@@ -130,6 +130,10 @@ Result<TraceSynthesizer> TraceSynthesizer::Create(const model::Job& job,
     for (int fp8 = 0; fp8 < 2; ++fp8)
       plan->sizes[moe][fp8] = tensors::MakeLayerSizes(ctx, moe == 1, fp8 == 1);
   }
+  if (plan->facts.moe_load.active()) {
+    for (int fp8 = 0; fp8 < 2; ++fp8)
+      plan->moe_sizes[fp8] = tensors::MakeMoeLayerSizes(ctx, fp8 == 1);
+  }
   const bool fp8_t = tensors::KeepsFp8Transpose(job);
   plan->state_rules = tensors::MakeModelStateRules(job, fp8_t);
   plan->ranks.resize(stages.size());

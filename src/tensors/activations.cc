@@ -225,27 +225,28 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   a[kLn2Output] = (c.recompute_layernorm && !c.recompute_moe) ? 0 : act * hid;
   if (c.recompute_moe) return;
   // Balanced routing: every rank computes top-k copies of its local tokens (times ETP,
-  // whose ranks share the tokens), on f_e / ETP columns.
+  // whose ranks share the tokens), on f_e / ETP columns; rows_mult scales the rows received.
   const std::int64_t copies_per_token = c.topk * c.etp;  // per local (SP) token
+  const std::int64_t rows = copies_per_token * c.rows_mult;
   // router.py: fp32 logits + probs; the dispatcher's permuted fp32 probs (one per copy)
   // are kept by their multiply, in the experts' activation (MCore >= 0.13) or in unpermute.
-  a[kMoeRouter] = (2 * 4 * c.experts + 4 * copies_per_token) / c.hid_div;
-  a[kMoePermuteMap] = c.permute_map_per_token / c.hid_div;
-  a[kMoeDispatch] = c.frozen_base ? 0 : gemm_in * c.h * copies_per_token / c.hid_div;
+  a[kMoeRouter] = (2 * 4 * c.experts + 4 * rows) / c.hid_div;
+  a[kMoePermuteMap] =
+      (c.permute_map_per_token + c.permute_map_rows_per_token * c.rows_mult) / c.hid_div;
+  a[kMoeDispatch] = c.frozen_base ? 0 : gemm_in * c.h * rows / c.hid_div;
   const std::int64_t fe = c.moe_ffn / c.etp;
-  a[kMoeFc1Out] = act * c.glu_factor * fe * copies_per_token / c.hid_div;
+  a[kMoeFc1Out] = act * c.glu_factor * fe * rows / c.hid_div;
   // experts.py bias_act_func, unfused: a gated activation keeps act(x_glu) and x_linear +
   // offset for their product; MCore >= 0.13 then multiplies the fp32 probabilities in, which
   // keeps the activation output too (model/versions.h McoreProbsInExperts).
   if (!c.moe_act_fused && !c.recompute_moe_act) {
     const int parts = (c.glu_factor == 2 ? 2 : 0) + (c.moe_probs_in_experts ? 1 : 0);
-    a[kMoeActParts] = act * parts * fe * copies_per_token / c.hid_div;
+    a[kMoeActParts] = act * parts * fe * rows / c.hid_div;
   }
-  a[kMoeFc2In] =
-      (c.recompute_moe_act || c.frozen_base) ? 0 : gemm_in * fe * copies_per_token / c.hid_div;
+  a[kMoeFc2In] = (c.recompute_moe_act || c.frozen_base) ? 0 : gemm_in * fe * rows / c.hid_div;
   // MCore < 0.13: moe_utils.py unpermute(probs=...) (TE moe_unpermute with merging_probs, or
   // permuted_tokens * permuted_probs) keeps the expert outputs for the probs' gradient.
-  a[kMoeCombine] = c.moe_probs_in_experts ? 0 : act * c.h * copies_per_token / c.hid_div;
+  a[kMoeCombine] = c.moe_probs_in_experts ? 0 : act * c.h * rows / c.hid_div;
   if (c.shared_ffn > 0 && !c.recompute_shared) {
     const std::int64_t fs = c.shared_ffn / c.tp;
     a[kSharedFc1Out] = act * c.glu_factor * fs;
@@ -276,7 +277,7 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
 // their grouped projections keep each expert's slice of the same tensors).
 void FillMoeLora(const ActContext& c, ActBytes& a) {
   const std::int64_t act = c.act_bytes;
-  const std::int64_t copies = c.topk * c.etp;  // expert rows per local (SP) token
+  const std::int64_t copies = c.topk * c.etp * c.rows_mult;  // expert rows per local token
   const std::int64_t fe = c.moe_ffn / c.etp;
   std::int64_t input = 0, hidden = 0;
   if (c.lora_fc1) {
@@ -485,7 +486,7 @@ ActContext MakeActContext(const model::Job& job) {
     // unfused torch.cat of the chunks keeps nothing.
     const std::int64_t local_experts = c.experts / std::max(1, m.expert_model_parallel_size);
     if (m.moe_permute_fusion && local_experts > 1)
-      c.permute_map_per_token += 2 * 4 * static_cast<std::int64_t>(c.topk) * c.etp;
+      c.permute_map_rows_per_token = 2 * 4 * static_cast<std::int64_t>(c.topk) * c.etp;
   } else if (m.moe_token_dispatcher_type == model::MoeTokenDispatcher::kAllgather &&
              c.experts > 0) {
     // token_dispatcher.py MoEAllGatherTokenDispatcher (Megatron-LM d98e8a64): the routing
@@ -499,9 +500,12 @@ ActContext MakeActContext(const model::Job& job) {
     const int ep = std::max(1, m.expert_model_parallel_size);
     const std::int64_t gathered = std::int64_t{c.etp} * ep;
     const std::int64_t local_experts = c.experts / ep;
-    c.permute_map_per_token = m.moe_permute_fusion ? 4 * (2 * local_experts + 1) * gathered
-                                                   : 8 * static_cast<std::int64_t>(c.topk) * c.etp;
-    c.permute_map_per_token += (4 + 1) * local_experts * gathered;
+    c.permute_map_per_token = (4 + 1) * local_experts * gathered;
+    if (m.moe_permute_fusion) {
+      c.permute_map_per_token += 4 * (2 * local_experts + 1) * gathered;
+    } else {
+      c.permute_map_rows_per_token = 8 * static_cast<std::int64_t>(c.topk) * c.etp;
+    }
   }
   c.shared_overlap_gather = m.moe_shared_expert_overlap && m.sequence_parallel && c.tp > 1;
   if (m.fine_grained_activation_offloading) {

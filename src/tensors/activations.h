@@ -110,8 +110,16 @@ struct ActContext {
   // itself and its linear_fc1 (parallel_mode None) keeps the gathered copy.
   bool shared_gate = false, shared_overlap_gather = false;
   // Bytes per local token the alltoall and allgather dispatchers' permutations keep for
-  // backward (0 for flex, not modelled).
+  // backward (0 for flex, not modelled): the part sized by the local or gathered tokens, and
+  // the part sized by the expert rows this rank receives (both per local token).
   std::int64_t permute_map_per_token = 0;
+  std::int64_t permute_map_rows_per_token = 0;
+  // Multiplies every tensor sized by the expert rows this rank computes (the received token
+  // copies: dispatched tokens, expert activations and their gradients, the permuted
+  // probabilities, the received rows' maps, the expert LoRA inputs). 1 is balanced routing;
+  // moe_load.h evaluates the layer at 1 and 2 to split each size into a fixed part and a
+  // part linear in the rows.
+  std::int64_t rows_mult = 1;
   // Fine-grained activation offloading (offload_modules): which modules' saved inputs go to
   // the host after their forward and come back for their backward.
   bool off_norm1 = false, off_qkv = false, off_core_attn = false, off_proj = false,

@@ -99,6 +99,7 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
   }
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
   f.workspaces = MakeWorkspaceRules(job, f.act, f.params);
+  f.moe_load = MakeMoeLoadModel(job);
   return f;
 }
 

@@ -13,6 +13,7 @@
 #include "tensors/activations.h"
 #include "tensors/layer_plan.h"
 #include "tensors/model_state.h"
+#include "tensors/moe_load.h"
 #include "tensors/workspaces.h"
 
 namespace memtune::tensors {
@@ -54,6 +55,9 @@ struct JobFacts {
   std::int64_t num_microbatches = 1;
   int group_size = 1;         // microbatch_group_size_per_vp_stage
   WorkspaceRules workspaces;  // library GEMM workspaces (workspaces.h)
+  // Routing imbalance (moe_load.h): when active, MoE layers' sizes vary by layer and
+  // micro-batch, and the estimator walks the schedule (src/estimate/rank_walk.cc).
+  MoeLoadModel moe_load;
 };
 
 // Facts of `job` for every rank. `num_microbatches`: per iteration, when not the job's own

@@ -21,7 +21,7 @@ constexpr const char* kBwdNames[kNumBwdTransients] = {
 // Columns of the MLP's fc2 input on this rank, per local token: dense f / TP; MoE the
 // top-k (times ETP) expert copies of f_e / ETP.
 std::int64_t MlpWidth(const ActContext& c, bool moe_layer) {
-  return moe_layer ? c.moe_ffn / c.etp * c.topk * c.etp : c.ffn / c.tp;
+  return moe_layer ? c.moe_ffn / c.etp * c.topk * c.etp * c.rows_mult : c.ffn / c.tp;
 }
 
 }  // namespace
@@ -55,7 +55,7 @@ FwdBytes LayerForwardTransients(const ActContext& c, bool moe_layer, bool fp8_la
   f[kFwdProjOut] = act * c.h;
   f[kFwdProjScatter] = sp ? local : 0;
   if (moe_layer) {
-    const std::int64_t copies = c.topk * c.etp;
+    const std::int64_t copies = c.topk * c.etp * c.rows_mult;
     const std::int64_t fe = c.moe_ffn / c.etp;
     // token_dispatcher.py: permuted tokens arrive in a bf16 buffer before the expert GEMM
     // input is cast; the combine all-to-all returns the expert outputs.

@@ -159,6 +159,9 @@ struct ModelBase {
   std::optional<std::int64_t> moe_latent_size;
   bool moe_router_enable_expert_bias = false;
   std::optional<double> moe_expert_capacity_factor;
+  // MCore router.py: random router logits for benchmarking, which balance the experts' loads
+  // (memtune then assumes no routing spread, tensors/moe_load.h).
+  bool moe_router_force_load_balancing = false;
 
   // MLA (DeepSeek).
   bool multi_latent_attention = false;
@@ -378,6 +381,9 @@ struct MemtuneBase {
   VersionsConfig versions;
   // The optimizer step's temporaries depend on it (tensors/model_state.h step_workspace).
   OptimizerImpl optimizer_implementation = OptimizerImpl::kFused;
+  // Spread of the MoE experts' token loads per micro-batch and layer (the standard deviation
+  // of the log-load, tensors/moe_load.h); unset: model::RoutingSpread's default.
+  std::optional<double> moe_routing_spread;
   std::string recipe;  // the Bridge recipe the job starts from (model/recipes.h), or ""
   // memtune.torchtitan: torchtitan JobConfig settings by dotted name
   // ("parallelism.enable_async_tensor_parallel" -> "true"; lists joined by ','). Memory

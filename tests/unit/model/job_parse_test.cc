@@ -190,7 +190,7 @@ TEST(JobParseTest, UnknownMemtuneFieldIsAnError) {
   EXPECT_EQ(Line(e),
             "memtune.wrold_size is not a memtune field; did you mean 'world_size'? allowed: "
             "framework, world_size, gpu, gpu_memory_bytes, gpus_per_node, env, fsdp2, versions, "
-            "optimizer_implementation, recipe, torchtitan");
+            "optimizer_implementation, moe_routing_spread, recipe, torchtitan");
   EXPECT_EQ(Line(ParseError(std::string(kArch) + "memtune: {fsdp2: {shard: 2}}\n")),
             "memtune.fsdp2.shard is not a memtune.fsdp2 field; allowed: shard_degree, "
             "reshard_after_forward, pipeline_schedule, param_dtype, reduce_dtype, "

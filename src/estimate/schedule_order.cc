@@ -1,11 +1,9 @@
 // Megatron-Core's per-rank pipeline order (schedules.py @ d98e8a6).
-#include "memtune/synth/schedule_order.h"
-
 #include <algorithm>
 
 #include "memtune/estimate/schedule.h"
 
-namespace memtune::synth {
+namespace memtune::estimate {
 
 std::vector<PipelineStep> ScheduleTable(std::int64_t num_microbatches, int num_chunks,
                                         int group_size) {
@@ -30,8 +28,8 @@ std::vector<PipelineStep> PipelineSchedule(int pp_size, int pp_rank, int num_chu
   const int g = num_chunks == 1 ? 1 : group_size;
   const std::vector<PipelineStep> table = ScheduleTable(num_microbatches, num_chunks, g);
   const std::int64_t total = static_cast<std::int64_t>(table.size());
-  const std::int64_t warmup = estimate::WarmupMicrobatches(
-      pp_size, pp_rank, num_chunks, num_microbatches, group_size, ep_overlap);
+  const std::int64_t warmup =
+      WarmupMicrobatches(pp_size, pp_rank, num_chunks, num_microbatches, group_size, ep_overlap);
   auto backward = [&](std::int64_t k) {
     PipelineStep s = table[k];
     s.forward = false;
@@ -49,4 +47,4 @@ std::vector<PipelineStep> PipelineSchedule(int pp_size, int pp_rank, int num_chu
   return steps;
 }
 
-}  // namespace memtune::synth
+}  // namespace memtune::estimate
