@@ -42,8 +42,10 @@ std::string RoutingAssumption(const model::Job& job) {
   std::string out =
       "MoE routing imbalance: expert log-load spread " + Fixed(spread, 2) + " (" + source + ")";
   if (load.active()) {
-    return out + "; this rank's expert rows vary by layer and micro-batch (log-load sigma " +
-           Fixed(load.rank_sigma, 3) + "), the schedule walked to the peak";
+    return out +
+           "; the expert rows vary by layer and micro-batch (EP rank 0's load, log-load "
+           "sigma " +
+           Fixed(load.rank_sigma, 3) + "), each rank's schedule walked to its peak";
   }
   return out +
          "; not applied here (one expert-parallel rank, full recompute or offloading): "

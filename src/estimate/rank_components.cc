@@ -190,10 +190,10 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
       layers_total += n * f.layer_total[moe][fp8];
     }
   }
-  // Layers whose sizes differ by micro-batch (routing imbalance): the schedule walked in
-  // bytes replaces the closed form (rank_walk.h).
+  // Layers whose sizes differ by micro-batch (routing imbalance) or by kind: the schedule
+  // walked replaces the closed form (rank_walk.h, JobFacts::walk_schedule).
   std::optional<ActivationPeak> walked;
-  if (f.moe_load.active()) {
+  if (f.walk_schedule) {
     walked = WalkRankActivations(job, f, stage, pp_rank);
     r.in_flight_microbatches = walked->in_flight;
     layers_total = SumBytes(walked->held);

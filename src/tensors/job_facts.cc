@@ -100,6 +100,14 @@ JobFacts MakeJobFacts(const model::Job& job, std::optional<std::int64_t> num_mic
   f.group_size = m.microbatch_group_size_per_vp_stage.value_or(m.pipeline_model_parallel_size);
   f.workspaces = MakeWorkspaceRules(job, f.act, f.params);
   f.moe_load = MakeMoeLoadModel(job);
+  const bool keeps_all =
+      !f.keep.full && f.keep.offloaded == 0 && !m.fine_grained_activation_offloading;
+  bool dense = !has_moe || m.mtp_num_layers.value_or(0) > 0, moe = false;
+  for (bool is_moe : f.params.moe_pattern) (is_moe ? moe : dense) = true;
+  if (static_cast<std::int64_t>(f.params.moe_pattern.size()) < m.num_layers) dense = true;
+  const bool mixed =
+      (dense && moe) || (m.first_last_layers_bf16 && m.fp8 != model::Fp8Format::kNone);
+  f.walk_schedule = keeps_all && (f.moe_load.active() || mixed);
   return f;
 }
 

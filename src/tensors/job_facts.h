@@ -56,8 +56,13 @@ struct JobFacts {
   int group_size = 1;         // microbatch_group_size_per_vp_stage
   WorkspaceRules workspaces;  // library GEMM workspaces (workspaces.h)
   // Routing imbalance (moe_load.h): when active, MoE layers' sizes vary by layer and
-  // micro-batch, and the estimator walks the schedule (src/estimate/rank_walk.cc).
+  // micro-batch.
   MoeLoadModel moe_load;
+  // The estimator walks each rank's schedule (src/estimate/rank_walk.cc) instead of its
+  // closed form: under routing imbalance, and when dense and MoE layers (or bf16 and fp8
+  // ones) mix, where the largest working set need not meet the most activations held. Only
+  // for layers that keep their saved tensors (no full recompute, no offloading).
+  bool walk_schedule = false;
 };
 
 // Facts of `job` for every rank. `num_microbatches`: per iteration, when not the job's own

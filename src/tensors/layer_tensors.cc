@@ -18,12 +18,6 @@ constexpr const char* kBwdNames[kNumBwdTransients] = {
     "bwd.grad_fc1_out_fp8", "bwd.fc1_in_gather", "bwd.fc1_wgrad",   "bwd.fc1_dgrad",
 };
 
-// Columns of the MLP's fc2 input on this rank, per local token: dense f / TP; MoE the
-// top-k (times ETP) expert copies of f_e / ETP.
-std::int64_t MlpWidth(const ActContext& c, bool moe_layer) {
-  return moe_layer ? c.moe_ffn / c.etp * c.topk * c.etp * c.rows_mult : c.ffn / c.tp;
-}
-
 }  // namespace
 
 const char* FwdTransientName(FwdTransient tensor) { return kFwdNames[tensor]; }
@@ -91,20 +85,38 @@ std::int64_t WgradInputGather(const ActContext& c, bool lora_target, std::int64_
 BwdBytes LayerBackwardTransients(const ActContext& c, bool moe_layer, bool fp8_layer) {
   fp8_layer = fp8_layer && c.fp8;
   const std::int64_t act = c.act_bytes, gemm_in = fp8_layer ? 1 : c.act_bytes;
-  const std::int64_t width = MlpWidth(c, moe_layer);
+  BwdBytes b{};
+  if (moe_layer) {
+    // The experts' backward runs on the expert rows this rank computes (tokens / SP x top-k
+    // x ETP, rows_mult): the combine's backward brings the output gradient's rows
+    // (token_dispatcher.py combine_preprocess / token_combine run backward: all-to-all,
+    // and the expert-TP reduce-scatter's all-gather), then the fc2 dgrad, the activation
+    // backward, the fc1 dgrad on [rows, h]; the experts' wgrads read the dispatched tokens
+    // they kept (no gather).
+    const std::int64_t rows = c.tokens / c.hid_div * c.topk * c.etp * c.rows_mult;
+    const std::int64_t fe = c.moe_ffn / c.etp;
+    b[kBwdGradOut] = act * c.h / c.hid_div * c.tokens;
+    b[kBwdGradGather] = act * c.h * rows;
+    b[kBwdGradFc2In] = act * fe * rows;
+    b[kBwdGradFc1Out] = act * c.glu_factor * fe * rows;
+    b[kBwdGradFc1OutFp8] = fp8_layer ? c.glu_factor * fe * rows : 0;
+    b[kBwdFc1Dgrad] = act * c.h * rows;
+    b[kBwdFc1Wgrad] = c.fc1_wgrad_moe;
+    return b;
+  }
+  const std::int64_t width = c.ffn / c.tp;
   // MLP backward of one layer: incoming grad (local), SP-gathered grad for the fc2 dgrad,
   // grad of the fc2 input, grad of the fc1 output (+ its fp8 copy), the SP-gathered fc1
   // wgrad input and the fc1 dgrad output before its reduce-scatter.
-  BwdBytes b{};
   b[kBwdGradOut] = act * c.h / c.hid_div;
   b[kBwdGradGather] = act * c.h;
   b[kBwdGradFc2In] = act * width;
   b[kBwdGradFc1Out] = act * c.glu_factor * width;
   b[kBwdGradFc1OutFp8] = fp8_layer ? c.glu_factor * width : 0;
-  b[kBwdFc1InGather] = WgradInputGather(c, c.lora_fc1 && !moe_layer, gemm_in);
+  b[kBwdFc1InGather] = WgradInputGather(c, c.lora_fc1, gemm_in);
   b[kBwdFc1Dgrad] = act * c.h;
   for (auto& bytes : b) bytes *= c.tokens;
-  b[kBwdFc1Wgrad] = moe_layer ? c.fc1_wgrad_moe : c.fc1_wgrad_dense;  // (per weight, not token)
+  b[kBwdFc1Wgrad] = c.fc1_wgrad_dense;  // (per weight, not token)
   return b;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "tensors/layer_tensors.h"
 #include "tensors/moe_sizes.h"
 #include "unit/estimate/test_jobs.h"
 
@@ -90,6 +91,22 @@ TEST(MoeLoadTest, LayerSizesAreAffineInTheRows) {
   const LayerSizes less = z.At(z.balanced_rows - 1);
   EXPECT_EQ(z.base.kept[kMoeDispatch] - less.kept[kMoeDispatch],
             z.base.kept[kMoeDispatch] / z.balanced_rows);
+}
+
+// The experts' backward working set is sized by the expert rows, not the sequence: 4096
+// tokens / SP 4 x top-2 x ETP 4 = 8192 rows of f_e / ETP = 1024 columns (bf16).
+TEST(MoeLoadTest, ExpertBackwardRunsOnTheExpertRows) {
+  auto job = MoeLlama70BJob();
+  job.model.fp8 = model::Fp8Format::kNone;
+  const ActContext ctx = MakeActContext(job);
+  const BwdBytes b = LayerBackwardTransients(ctx, true, false);
+  const std::int64_t rows = 8192, h = job.model.hidden_size;
+  EXPECT_EQ(b[kBwdGradOut], 2 * h / 4 * 4096);
+  EXPECT_EQ(b[kBwdGradGather], 2 * h * rows);
+  EXPECT_EQ(b[kBwdGradFc2In], 2 * 1024 * rows);
+  EXPECT_EQ(b[kBwdGradFc1Out], 2 * 2 * 1024 * rows);  // SwiGLU: two halves
+  EXPECT_EQ(b[kBwdFc1InGather], 0);
+  EXPECT_EQ(b[kBwdFc1Dgrad], 2 * h * rows);
 }
 
 }  // namespace
