@@ -19,6 +19,10 @@ namespace memtune::synth {
 using alloc::HandleId;
 using namespace tensors;  // NOLINT: the tensor enums
 
+// The shared expert's side stream (shared_experts.py SharedExpertMLP.stream); the layers
+// run on the default stream, 0.
+constexpr alloc::StreamId kSharedExpertStream = 1;
+
 Generator::Generator(const Plan& plan, int pp_rank, EventSink& sink)
     : plan_(plan),
       rank_(plan.ranks[pp_rank]),
@@ -61,8 +65,12 @@ struct Generator::LayerExec {
   Generator& gen;
   LayerRec& rec;
   Phase phase = Phase::kForward;  // the label's phase outside the replay
-  Handle Alloc(std::int64_t bytes, const char* name) { return gen.Alloc(bytes, name); }
+  alloc::StreamId stream = 0;
+  Handle Alloc(std::int64_t bytes, const char* name) {
+    return gen.emit_.Alloc(bytes, name, stream);
+  }
   void Free(Handle h) { gen.Free(h); }
+  void SideStream(bool on) { stream = on ? kSharedExpertStream : 0; }
   void Hold(int slot, Handle h) { rec.saved[slot] = h; }
   Handle Held(int slot) const { return rec.saved[slot]; }
   void Release(int slot) { gen.FreeSaved(rec, slot); }

@@ -508,6 +508,7 @@ ActContext MakeActContext(const model::Job& job) {
     }
   }
   c.shared_overlap_gather = m.moe_shared_expert_overlap && m.sequence_parallel && c.tp > 1;
+  c.shared_stream = m.moe_shared_expert_overlap && c.shared_ffn > 0;
   if (m.fine_grained_activation_offloading) {
     c.off_norm1 = Contains(m.offload_modules, "attn_norm");
     c.off_qkv = Contains(m.offload_modules, "qkv_linear");

@@ -109,6 +109,8 @@ struct ActContext {
   // moe_shared_expert_overlap with SP under TP, where the shared expert all-gathers its input
   // itself and its linear_fc1 (parallel_mode None) keeps the gathered copy.
   bool shared_gate = false, shared_overlap_gather = false;
+  // moe_shared_expert_overlap: the shared expert's forward runs on its own CUDA stream.
+  bool shared_stream = false;
   // Bytes per local token the alltoall and allgather dispatchers' permutations keep for
   // backward (0 for flex, not modelled): the part sized by the local or gathered tokens, and
   // the part sized by the expert rows this rank receives (both per local token).

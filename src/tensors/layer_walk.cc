@@ -14,6 +14,7 @@ LayerSizes MakeLayerSizes(const ActContext& ctx, bool moe, bool fp8) {
   z.bwd = LayerBackwardTransients(ctx, moe, fp8);
   z.attn_bwd = LayerAttentionBackwardTransients(ctx, fp8);
   z.offloaded = OffloadedTensors(ctx, moe, z.kept);
+  z.shared_side_stream = moe && ctx.shared_stream;
   if (!ctx.mla && !(ctx.unfused_attn && ctx.gqa)) {
     // activations.h kAttnQkv: q, k and the rest (v, or the linear_qkv output a saved v view
     // keeps alive): split it so the trace names each.

@@ -29,6 +29,9 @@ struct LayerSizes {
   AttnBwdBytes attn_bwd{};
   ActBytes offloaded{};  // fine-grained offloading: held on the host between passes
   std::int64_t q_bytes = 0, k_bytes = 0;  // the q and k parts of act.attn_qkv (0: one piece)
+  // MoE layers with moe_shared_expert_overlap: the shared expert's tensors are made on its
+  // side stream (MCore shared_experts.py SharedExpertMLP.stream, one for the process).
+  bool shared_side_stream = false;
 };
 
 LayerSizes MakeLayerSizes(const ActContext& ctx, bool moe_layer, bool fp8_layer);
@@ -51,7 +54,16 @@ inline constexpr int kLayerSlots = kNumActTensors + 2;
 //   void Hold(int slot, Handle h): the layer keeps h in saved slot `slot`;
 //   Handle Held(int slot): what the slot holds (kNone: nothing);
 //   void Release(int slot): frees what the slot holds (kNone: no-op) and empties it;
-//   void Recompute(bool on): the allocations from on to off re-create forward tensors.
+//   void Recompute(bool on): the allocations from on to off re-create forward tensors;
+// and optionally
+//   void SideStream(bool on): the allocations from on to off are made on the shared
+//   expert's side stream (executors without it ignore streams).
+
+// Switches the executor's allocation stream, when it keeps streams.
+template <class Exec>
+void SideStream(Exec& x, bool on) {
+  if constexpr (requires { x.SideStream(on); }) x.SideStream(on);
+}
 
 // Allocates the part of tensor `t` the layer keeps into its slot(s).
 template <class Exec>
@@ -124,10 +136,15 @@ typename Exec::Handle LayerForward(const LayerSizes& z, const LayerShape& s, Lay
   save(kMlpFc2In);
   save(kMoeFc2In);
   x.Free(act);
+  // shared_experts.py with the overlap: pre_forward_comm (the gate, the gathered input),
+  // linear_fc1_forward_and_act, linear_fc2_forward, post_forward_comm and get_output all
+  // run under torch.cuda.stream(self.stream).
+  if (z.shared_side_stream) SideStream(x, true);
   save(kSharedFc1Out);
   save(kSharedFc2In);
   save(kSharedGateOut);
   save(kSharedFc1Input);
+  if (z.shared_side_stream) SideStream(x, false);
   save(kMoeLoraInput);
   save(kMoeLoraHidden);
   const Handle combine = fwd(kFwdMoeCombine);

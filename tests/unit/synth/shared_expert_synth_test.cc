@@ -3,8 +3,10 @@
 // estimate, with and without each switch.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
+#include "memtune/alloc/simulator.h"
 #include "memtune/estimate/estimate.h"
 #include "memtune/synth/synthesize.h"
 #include "unit/estimate/test_jobs.h"
@@ -83,6 +85,67 @@ TEST(DoraSynthTest, ScaledOutputsMatchTheEstimate) {
     EXPECT_EQ(Largest(rec, "act.dora_scaled") > 0, method == model::PeftMethod::kDora);
     EXPECT_EQ(rec.peak_bytes, e->ranks[0].allocated_bytes);
   }
+}
+
+}  // namespace
+}  // namespace memtune::synth
+
+namespace memtune::synth {
+namespace {
+
+// moe_shared_expert_overlap runs the shared expert on its own stream (MCore
+// shared_experts.py SharedExpertMLP.stream): its tensors are allocated there, the rest on
+// the default stream. Allocated memory is the same; the caching allocator keeps a pool per
+// stream, so the side stream's freed blocks cannot serve the main stream (reserved grows).
+TEST(SharedExpertSynthTest, OverlapAllocatesTheSharedExpertOnItsStream) {
+  auto job = estimate::testing::MoeLlama70BJob();
+  job.model.moe_shared_expert_intermediate_size = 4096;
+  job.model.moe_token_dispatcher_type = model::MoeTokenDispatcher::kAlltoall;
+  job.model.moe_shared_expert_gate = true;
+  std::int64_t reserved[2] = {};
+  for (int overlap = 0; overlap < 2; ++overlap) {
+    job.model.moe_shared_expert_overlap = overlap == 1;
+    auto e = estimate::EstimateMemory(job);
+    ASSERT_TRUE(e) << e.error().Describe();
+    auto synth = TraceSynthesizer::Create(job);
+    ASSERT_TRUE(synth) << synth.error().Describe();
+    testing::Recorder rec;
+    rec.keep_events = true;
+    synth->Synthesize(0, rec);
+    EXPECT_EQ(rec.peak_bytes, e->ranks[0].allocated_bytes) << "overlap " << overlap;
+    int side = 0, shared = 0;
+    for (const SynthEvent& ev : rec.events) {
+      if (ev.op != EventOp::kAlloc) continue;
+      const std::string t = ev.label.tensor;
+      const bool is_shared = t.rfind("act.shared_", 0) == 0;
+      shared += is_shared;
+      side += ev.stream != 0;
+      if (ev.stream != 0) {
+        EXPECT_TRUE(is_shared) << t;
+      }
+      if (is_shared) {
+        EXPECT_EQ(ev.stream != 0, overlap == 1) << t;
+      }
+    }
+    EXPECT_GT(shared, 0);
+    EXPECT_EQ(side > 0, overlap == 1);
+    // The same trace through the allocator with and without its stream ids.
+    for (int keep_streams = 0; keep_streams < 2 && overlap == 1; ++keep_streams) {
+      alloc::Simulator sim{alloc::SimulatorOptions{}};
+      for (const SynthEvent& ev : rec.events) {
+        if (ev.op == EventOp::kAlloc) {
+          ASSERT_EQ(sim.Alloc(ev.handle, ev.bytes, keep_streams ? ev.stream : 0).status,
+                    alloc::AllocStatus::kOk);
+        } else {
+          sim.Free(ev.handle);
+        }
+      }
+      reserved[keep_streams] = sim.stats().reserved_bytes[0].peak;  // (aggregate)
+    }
+  }
+  std::printf("peak reserved, rank 0: %.3f GB on one stream, %.3f GB with the side stream\n",
+              reserved[0] / 1e9, reserved[1] / 1e9);
+  EXPECT_GT(reserved[1], reserved[0]) << "the side stream's pool is reserved apart";
 }
 
 }  // namespace
