@@ -319,7 +319,6 @@ constexpr IgnoredInput kInputs[] = {
     {"--use-rope-scaling", false, "RoPE scaling", ""},
     {"--use-same-sampling-seed-across-dp-ranks", false, "randomness", ""},
     {"--use-sharp", false, "communication backend", ""},
-    {"--use-te-activation-func", false, "kernel choice", ""},
     {"--use-torch-optimizer-for-cpu-offload", false, "host memory", ""},
     {"--use-tp-pp-dp-mapping", false, "rank order", ""},
     {"--use-transformer-engine-op-fuser", false, "fused TE operations", ""},

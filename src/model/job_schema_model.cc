@@ -173,6 +173,7 @@ std::vector<FieldSpec> ArchitectureFields() {
       // bridges do not: model.hf_config of those types and the qwen3 presets set false.
       Memory(m.Bool("bias_activation_fusion", &ModelConfig::bias_activation_fusion),
              "Megatron-LM arguments.py and Bridge's model bridges", FusableActivation),
+      m.Bool("use_te_activation_func", &ModelConfig::use_te_activation_func),
       Memory(m.Choice(
                  "normalization", &ModelConfig::normalization,
                  {{"LayerNorm", Normalization::kLayerNorm}, {"RMSNorm", Normalization::kRMSNorm}}),

@@ -59,6 +59,7 @@ constexpr KnownFlag kKnownFlags[] = {
     {"encoder-seq-length", Arity::kValue},
     {"max-position-embeddings", Arity::kValue},
     {"swiglu", Arity::kSwitch},
+    {"use-te-activation-func", Arity::kSwitch},
     {"squared-relu", Arity::kSwitch},
     {"quick-geglu", Arity::kSwitch},
     {"no-bias-swiglu-fusion", Arity::kSwitch},

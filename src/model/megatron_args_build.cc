@@ -101,6 +101,7 @@ Status Architecture(const FlagReader& r, YAML::Node& m) {
   m["make_vocab_size_divisible_by"] = divisor.value_or(128);
   m["should_pad_vocab"] = true;  // Megatron-LM always pads (_vocab_size_with_padding)
   m["share_embeddings_and_output_weights"] = !r.Switch("untie-embeddings-and-output-weights");
+  if (r.Switch("use-te-activation-func")) m["use_te_activation_func"] = true;
   const bool quick_geglu = r.Switch("quick-geglu");
   m["gated_linear_unit"] = swiglu || quick_geglu;
   // argument_utils.py: bias_activation_fusion = bias_swiglu_fusion with --swiglu, else

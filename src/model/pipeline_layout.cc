@@ -31,8 +31,8 @@ bool IsDigitAt(const std::string& text, std::size_t pos) {
 // Finds the repeat whose text starts at `pos`: "(X)*N" when `grouped` (X has no ')'), else
 // "c*N" for any single character but a line break. On a match sets `body` and `count` and
 // returns the index after N; otherwise returns pos.
-std::size_t MatchRepeat(const std::string& text, std::size_t pos, bool grouped,
-                        std::string* body, std::size_t* count) {
+std::size_t MatchRepeat(const std::string& text, std::size_t pos, bool grouped, std::string* body,
+                        std::size_t* count) {
   std::size_t star = pos + 1;
   if (grouped) {
     if (text[pos] != '(') return pos;
@@ -72,8 +72,8 @@ Result<std::string> Unroll(const std::string& text, bool grouped) {
     pos = next;
   }
   if (out.size() > kMaxExpandedChars) {
-    return InvalidConfig(kField, "the layout expands to more than " +
-                                     std::to_string(kMaxExpandedChars) + " layers");
+    return InvalidConfig(
+        kField, "the layout expands to more than " + std::to_string(kMaxExpandedChars) + " layers");
   }
   return out;
 }

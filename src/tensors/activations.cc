@@ -239,7 +239,11 @@ void FillMoe(const ActContext& c, bool fp8_layer, ActBytes& a) {
   // experts.py bias_act_func, unfused: a gated activation keeps act(x_glu) and x_linear +
   // offset for their product; MCore >= 0.13 then multiplies the fp32 probabilities in, which
   // keeps the activation output too (model/versions.h McoreProbsInExperts).
-  if (!c.moe_act_fused && !c.recompute_moe_act) {
+  // TE's activation op keeps only its input; the probabilities' multiply after it keeps
+  // the op's output (experts.py bias_act_func, use_te_activation_func).
+  if (c.te_act && !c.recompute_moe_act) {
+    a[kMoeActParts] = c.moe_probs_in_experts ? act * fe * rows / c.hid_div : 0;
+  } else if (!c.moe_act_fused && !c.recompute_moe_act) {
     const int parts = (c.glu_factor == 2 ? 2 : 0) + (c.moe_probs_in_experts ? 1 : 0);
     a[kMoeActParts] = act * parts * fe * rows / c.hid_div;
   }
@@ -423,6 +427,15 @@ ActContext MakeActContext(const model::Job& job) {
   // mlp.py / experts.py: which activations have a fused kernel (others run unfused).
   const bool silu_glu = m.activation_func == "silu" && m.gated_linear_unit;
   c.dense_act_fused = m.bias_activation_fusion && (silu_glu || m.activation_func == "gelu");
+  // use_te_activation_func with the TE layer spec (gpt_layer_specs.py: the spec provider's
+  // activation_func builder; extensions/transformer_engine.py TEActivationOp, TE >= 1.13):
+  // TE's SwiGLU / GEGLU / GELU / ReLU op keeps its input alone (mlp.py, experts.py
+  // bias_act_func take it before bias_activation_fusion). TEActivationOp refuses other
+  // activations.
+  c.te_act = m.use_te_activation_func &&
+             m.transformer_impl == model::TransformerImpl::kTransformerEngine &&
+             (m.activation_func == "silu" || m.activation_func == "gelu");
+  if (c.te_act) c.dense_act_fused = true;
   c.moe_probs_in_experts = model::McoreProbsInExperts(job);
   c.moe_act_fused = m.bias_activation_fusion &&
                     (silu_glu || (m.activation_func == "quick_gelu" && m.gated_linear_unit));

@@ -111,6 +111,7 @@ struct ActContext {
   bool shared_gate = false, shared_overlap_gather = false;
   // moe_shared_expert_overlap: the shared expert's forward runs on its own CUDA stream.
   bool shared_stream = false;
+  bool te_act = false;  // use_te_activation_func: TE's activation ops (keep their input)
   // Bytes per local token the alltoall and allgather dispatchers' permutations keep for
   // backward (0 for flex, not modelled): the part sized by the local or gathered tokens, and
   // the part sized by the expert rows this rank receives (both per local token).

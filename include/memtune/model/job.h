@@ -127,6 +127,9 @@ struct ModelBase {
   // Fused bias + activation (fused_bias_swiglu / bias_gelu / weighted swiglu in experts).
   // Unfused, the activation's intermediates are saved too (docs/estimator.md §4).
   bool bias_activation_fusion = true;
+  // Transformer Engine's activation ops (te.pytorch.ops.SwiGLU, GELU, ...) in the MLP and the
+  // experts, which keep only their input, whatever bias_activation_fusion says.
+  bool use_te_activation_func = false;
   std::string activation_func = "gelu";  // silu | gelu | quick_gelu | relu | squared_relu
   Normalization normalization = Normalization::kLayerNorm;
   bool add_bias_linear = true;

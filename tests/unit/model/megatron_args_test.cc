@@ -205,6 +205,11 @@ TEST(MegatronArgsTest, BiasActivationFusionFollowsTheActivation) {
                    .job["model"]["gradient_accumulation_fusion"]
                    .as<bool>());
   EXPECT_FALSE(Convert("--hidden-size 8").job["model"]["gradient_accumulation_fusion"]);
+  // --use-te-activation-func: TE's activation ops (kept as written; absent: not emitted).
+  EXPECT_TRUE(Convert("--swiglu --use-te-activation-func")
+                  .job["model"]["use_te_activation_func"]
+                  .as<bool>());
+  EXPECT_FALSE(Convert("--swiglu").job["model"]["use_te_activation_func"]);
 }
 
 TEST(MegatronArgsTest, MoeMlaMtpAndPatterns) {
@@ -226,6 +231,10 @@ TEST(MegatronArgsTest, MoeMlaMtpAndPatterns) {
   EXPECT_EQ(m["expert_model_parallel_size"].as<int>(), 8);
   EXPECT_EQ(m["expert_tensor_parallel_size"].as<int>(), 1);
   EXPECT_EQ(m["moe_token_dispatcher_type"].as<std::string>(), "alltoall");
+  EXPECT_FALSE(m["moe_router_force_load_balancing"].as<bool>());
+  EXPECT_TRUE(Convert("--num-experts 4 --moe-router-force-load-balancing")
+                  .job["model"]["moe_router_force_load_balancing"]
+                  .as<bool>());
   const auto mla_defaults =
       Convert("--multi-latent-attention --num-experts 4 --ffn-hidden-size 64");
   EXPECT_EQ(mla_defaults.job["model"]["kv_lora_rank"].as<int>(), 32);  // arguments.py default

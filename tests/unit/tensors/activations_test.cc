@@ -459,6 +459,27 @@ TEST(ActivationsTest, UnfusedActivationsKeepTheirIntermediates) {
   EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMlpActParts], 0);
 }
 
+// use_te_activation_func: TE's activation ops keep their input only, so an unfused SwiGLU
+// keeps no factors; the experts' probabilities multiply after the op keeps its output
+// (experts.py bias_act_func). The local spec has no TE op: MCore's own activation runs.
+TEST(ActivationsTest, TeActivationOpsKeepOnlyTheirInput) {
+  auto job = TinyJob();  // gated SwiGLU, f = 16, 4 tokens
+  job.model.bias_activation_fusion = false;
+  job.model.use_te_activation_func = true;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMlpActParts], 0);
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMlpFc1Out], 2 * 2 * 16 * 4);
+  job.model.num_moe_experts = 4;
+  job.model.moe_router_topk = 2;
+  job.model.moe_ffn_hidden_size = 16;
+  // MCore >= 0.13 multiplies the probabilities in: the op's bf16 output, top-2 x f_e 16.
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeActParts], 2 * 16 * 2 * 4);
+  job.memtune.versions.megatron_core = "0.12";  // the probabilities multiply at the combine
+  EXPECT_EQ(LayerActivations(MakeActContext(job), true, true)[kMoeActParts], 0);
+  job.memtune.versions.megatron_core = "";
+  job.model.transformer_impl = model::TransformerImpl::kLocal;
+  EXPECT_EQ(LayerActivations(MakeActContext(job), false, true)[kMlpActParts], 2 * 2 * 16 * 4);
+}
+
 TEST(ActivationsTest, FineGrainedOffloadingMovesTheListedModulesTensors) {
   auto job = TinyJob();
   job.model.fine_grained_activation_offloading = true;
