@@ -15,6 +15,9 @@ constexpr std::int64_t kMaxBucketElements = 1'000'000'000'000;
 bool CpuOffload(const Job& j) { return j.optimizer.optimizer_cpu_offload; }
 bool IsFsdp2(const Job& j) { return j.memtune.framework == Framework::kFsdp2; }
 bool IsMegatron(const Job& j) { return j.memtune.framework == Framework::kMegatron; }
+bool IsMegatronMoe(const Job& j) {
+  return IsMegatron(j) && j.model.num_moe_experts.value_or(0) > 0;
+}
 bool IsCompiledFsdp2(const Job& j) { return IsFsdp2(j) && j.memtune.fsdp2.compile; }
 bool IsPipelinedFsdp2(const Job& j) {
   return IsFsdp2(j) && j.model.pipeline_model_parallel_size > 1;
@@ -365,7 +368,9 @@ SectionSpec BuildMemtune() {
                         {"foreach", OptimizerImpl::kForeach},
                         {"for_loop", OptimizerImpl::kForLoop}}),
               "TE's FusedAdam (Megatron's first choice)"),
-       m.OptDouble("moe_routing_spread", &MemtuneSection::moe_routing_spread, 0, 4),
+       Memory(m.OptDouble("moe_routing_spread", &MemtuneSection::moe_routing_spread, 0, 4),
+              "0.2 for a learned router, 0 with model.moe_router_force_load_balancing",
+              IsMegatronMoe),
        m.Text("recipe", &MemtuneSection::recipe), TorchtitanField()},
       true};
 }
