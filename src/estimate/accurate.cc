@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -193,9 +194,12 @@ Result<Estimate> EstimateAccurate(const model::Job& job, const EstimateOptions& 
   e.gpu_capacity_bytes = gpu.capacity_bytes;
   const ModelStateRules state_rules = MakeModelStateRules(job, gpu.fp8_transpose);
   e.ranks.resize(layout.pp_size);
+  std::optional<LayerPasses> passes;  // the schedule walk's layer passes, once per job
+  if (facts.walk_schedule) passes = MakeLayerPasses(job, facts);
   for (int r = 0; r < layout.pp_size; ++r) {
     RankEstimate& rank = e.ranks[r];
-    EstimateRank(job, facts, r, layout.Stage(r), state_rules, options.with_explanations, rank);
+    EstimateRank(job, facts, r, layout.Stage(r), state_rules, options.with_explanations,
+                 passes ? &*passes : nullptr, rank);
     if (rank.allocated_bytes > e.peak_allocated_bytes || r == 0) {
       e.peak_allocated_bytes = rank.allocated_bytes;
       e.peak_pp_rank = rank.pp_rank;

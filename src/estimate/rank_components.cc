@@ -111,7 +111,7 @@ void PushModelState(ComponentWriter& push, const ModelStateBytes& s) {
 
 void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
                   std::span<const ModelChunk> stage, const ModelStateRules& state_rules,
-                  bool with_explanations, RankEstimate& r) {
+                  bool with_explanations, const LayerPasses* passes, RankEstimate& r) {
   const auto& m = job.model;
   const int p = m.pipeline_model_parallel_size, chunks = static_cast<int>(stage.size());
   r.pp_rank = pp_rank;
@@ -194,7 +194,7 @@ void EstimateRank(const model::Job& job, const JobFacts& f, int pp_rank,
   // walked replaces the closed form (rank_walk.h, JobFacts::walk_schedule).
   std::optional<ActivationPeak> walked;
   if (f.walk_schedule) {
-    walked = WalkRankActivations(job, f, stage, pp_rank);
+    walked = WalkRankActivations(job, f, *passes, stage, pp_rank);
     r.in_flight_microbatches = walked->in_flight;
     layers_total = SumBytes(walked->held);
     embedding = walked->embedding;

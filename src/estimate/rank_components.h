@@ -7,6 +7,7 @@
 
 #include "memtune/estimate/estimate.h"
 #include "memtune/estimate/schedule.h"
+#include "rank_walk.h"
 #include "tensors/job_facts.h"
 #include "tensors/model_state.h"
 
@@ -16,9 +17,10 @@ namespace memtune::estimate::internal {
 // state (MakeModelStateRules(job, fp8 transpose kept)), activations held at the rank's peak
 // and the transient then; or the optimizer-step peak when higher. (Filled in place: the
 // caller's vector holds it, nothing is moved.)
-// `with_explanations`: EstimateOptions::with_explanations.
+// `with_explanations`: EstimateOptions::with_explanations. `passes`: MakeLayerPasses when
+// facts.walk_schedule (the schedule is walked), else unused (may be null).
 void EstimateRank(const model::Job& job, const tensors::JobFacts& facts, int pp_rank,
                   std::span<const ModelChunk> chunks, const tensors::ModelStateRules& state_rules,
-                  bool with_explanations, RankEstimate& rank);
+                  bool with_explanations, const LayerPasses* passes, RankEstimate& rank);
 
 }  // namespace memtune::estimate::internal

@@ -15,12 +15,6 @@ namespace {
 
 using namespace ::memtune::tensors;  // NOLINT(google-build-using-namespace): the tensor model
 
-// bytes = a + b x, x the layer's expert rows minus the balanced rows.
-struct Line {
-  std::int64_t a = 0, b = 0;
-  std::int64_t At(std::int64_t x) const { return a + b * x; }
-};
-
 // Live bytes relative to a pass's start, after each allocation and at its end.
 class Recorder {
  public:
@@ -58,22 +52,6 @@ class Recorder {
   std::vector<std::int64_t> highs_;
   std::int64_t live_ = 0, start_ = 0;
   bool recording_ = false;
-};
-
-// One layer pass (forward or backward) of one layer kind: its highest points and its net
-// change as lines in x, dominated lines dropped (x >= -balanced rows).
-struct PassLines {
-  std::vector<Line> highs;
-  Line net;
-  std::int64_t High(std::int64_t x) const {
-    std::int64_t most = highs.empty() ? 0 : highs.front().At(x);
-    for (const Line& l : highs) most = std::max(most, l.At(x));
-    return most;
-  }
-};
-
-struct KindLines {
-  PassLines forward, backward;
 };
 
 // The passes of a layer kind at `lo` and at `hi` sizes, `rows` apart: false when the two do
@@ -147,12 +125,6 @@ bool MakeKindLines(const LayerSizes& base, const MoeLayerSizes* moe, const Layer
          Fit(lo.bwd_highs, hi.bwd_highs, lo.bwd_net, hi.bwd_net, rows, -rows, out.backward);
 }
 
-// The output layer's passes (sizes fixed).
-struct OutputLines {
-  std::int64_t fwd_high = 0, fwd_net = 0;
-  std::int64_t bwd_high[2] = {}, bwd_net[2] = {};  // [deferred]
-};
-
 OutputLines MakeOutputLines(const JobFacts& f) {
   OutputLines out;
   for (int defer = 0; defer < 2; ++defer) {
@@ -183,25 +155,9 @@ struct Position {
 
 class LayerWalk {
  public:
-  LayerWalk(const model::Job& job, const JobFacts& f, std::span<const ModelChunk> stage,
-            int pp_rank)
-      : job_(job), f_(f), stage_(stage) {
-    const bool has_moe = job.model.num_moe_experts.value_or(0) > 0;
-    shape_ = LayerShape{f.act.hid_div > 1, f.local_hidden_per_mb};
-    for (int moe = 0; moe < (has_moe ? 2 : 1); ++moe) {
-      for (int fp8 = 0; fp8 < 2; ++fp8) {
-        if (moe == 1) {
-          moe_sizes_[fp8] = MakeMoeLayerSizes(f.act, fp8 == 1);
-          ok_ = ok_ && moe_sizes_[fp8].whole_rows;
-          if (!ok_) return;
-          ok_ = MakeKindLines(moe_sizes_[fp8].base, &moe_sizes_[fp8], shape_, lines_[1][fp8]);
-        } else {
-          ok_ = ok_ && MakeKindLines(MakeLayerSizes(f.act, false, fp8 == 1), nullptr, shape_,
-                                     lines_[0][fp8]);
-        }
-      }
-    }
-    output_ = MakeOutputLines(f);
+  LayerWalk(const model::Job& job, const JobFacts& f, const LayerPasses& passes,
+            std::span<const ModelChunk> stage, int pp_rank)
+      : job_(job), f_(f), p_(passes), stage_(stage) {
     for (const ModelChunk& chunk : stage) {
       plans_.push_back(PlanChunkLayers(job.model, f.params.moe_pattern, chunk));
     }
@@ -214,23 +170,14 @@ class LayerWalk {
       for (const LayerPlan& lp : plans_[c]) {
         std::vector<std::int64_t>& x = extra_.back().emplace_back();
         if (lp.kind_moe == 0) continue;
-        const std::int64_t rows = moe_sizes_[lp.kind_fp8].balanced_rows;
+        const std::int64_t rows = p_.moe_sizes[lp.kind_fp8].balanced_rows;
         x.resize(static_cast<std::size_t>(f.num_microbatches));
         for (std::int64_t mb = 0; mb < f.num_microbatches; ++mb) {
           x[mb] = ExpertRows(f.moe_load, rows, lp.layer, mb) - rows;
         }
       }
     }
-    for (int fp8 = 0; fp8 < 2; ++fp8) {
-      dense_kept_[fp8] = LayerActivations(f.act, false, fp8 == 1);
-      const MoeLayerSizes& z = moe_sizes_[fp8];
-      for (int t = 0; t < kNumActTensors; ++t) {
-        moe_per_row_[fp8][t] = z.balanced_rows > 0 ? z.per_rows.kept[t] / z.balanced_rows : 0;
-      }
-    }
   }
-
-  bool ok() const { return ok_; }
 
   // The highest point of the activation bytes and where it was.
   std::int64_t Run() {
@@ -266,16 +213,16 @@ class LayerWalk {
           live += k.forward.net.At(x);
         }
         if (chunk.has_output) {
-          Top(live + output_.fwd_high, s, kOutputPass);
-          live += output_.fwd_net;
+          Top(live + p_.output.fwd_high, s, kOutputPass);
+          live += p_.output.fwd_net;
         } else {
           live -= lh;
         }
       } else {
         if (chunk.has_output) {
           const int defer = step.microbatch < f_.deferred_microbatches ? 1 : 0;
-          Top(live + output_.bwd_high[defer], s, kOutputPass);
-          live += output_.bwd_net[defer];  // (a deferred part stays to the flush)
+          Top(live + p_.output.bwd_high[defer], s, kOutputPass);
+          live += p_.output.bwd_net[defer];  // (a deferred part stays to the flush)
         } else {
           live += lh;
           Top(live, s, kEdge);
@@ -362,10 +309,10 @@ class LayerWalk {
     for (int moe = 0; moe < 2; ++moe) {
       for (int fp8 = 0; fp8 < 2; ++fp8) {
         if (count[moe][fp8] == 0) continue;
-        const ActBytes& base = moe ? moe_sizes_[fp8].base.kept : dense_kept_[fp8];
+        const ActBytes& base = moe ? p_.moe_sizes[fp8].base.kept : p_.dense_kept[fp8];
         for (int t = 0; t < kNumActTensors; ++t) {
           out.held[t] += count[moe][fp8] * base[t];
-          if (moe) out.held[t] += moe_per_row_[fp8][t] * rows[moe][fp8];
+          if (moe) out.held[t] += p_.moe_per_row[fp8][t] * rows[moe][fp8];
         }
       }
     }
@@ -387,7 +334,7 @@ class LayerWalk {
     return job_.model.pipeline_model_parallel_size > 1 && !stage_[c].has_embedding &&
            !plans_[c].empty();
   }
-  const KindLines& Kind(const LayerPlan& lp) const { return lines_[lp.kind_moe][lp.kind_fp8]; }
+  const KindLines& Kind(const LayerPlan& lp) const { return p_.lines[lp.kind_moe][lp.kind_fp8]; }
   std::int64_t Extra(int c, int i, std::int64_t mb) const {
     const std::vector<std::int64_t>& x = extra_[c][i];
     return x.empty() ? 0 : x[mb];
@@ -400,27 +347,42 @@ class LayerWalk {
 
   const model::Job& job_;
   const JobFacts& f_;
+  const LayerPasses& p_;
   std::span<const ModelChunk> stage_;
-  LayerShape shape_;
-  MoeLayerSizes moe_sizes_[2];
-  KindLines lines_[2][2];
-  OutputLines output_;
   std::vector<std::vector<LayerPlan>> plans_;
   std::vector<PipelineStep> schedule_;
   std::vector<std::vector<std::vector<std::int64_t>>> extra_;
-  ActBytes dense_kept_[2];
-  ActBytes moe_per_row_[2] = {};  // a MoE layer's kept bytes per expert row, [fp8]
-  bool ok_ = true;
   std::int64_t best_ = -1;
   Position at_;
 };
 
 }  // namespace
 
+LayerPasses MakeLayerPasses(const model::Job& job, const JobFacts& f) {
+  LayerPasses p;
+  const bool has_moe = job.model.num_moe_experts.value_or(0) > 0;
+  const LayerShape shape{f.act.hid_div > 1, f.local_hidden_per_mb};
+  for (int fp8 = 0; fp8 < 2; ++fp8) {
+    p.ok = p.ok &&
+           MakeKindLines(MakeLayerSizes(f.act, false, fp8 == 1), nullptr, shape, p.lines[0][fp8]);
+    p.dense_kept[fp8] = LayerActivations(f.act, false, fp8 == 1);
+    if (!has_moe) continue;
+    MoeLayerSizes& z = p.moe_sizes[fp8];
+    z = MakeMoeLayerSizes(f.act, fp8 == 1);
+    p.ok = p.ok && z.whole_rows && MakeKindLines(z.base, &z, shape, p.lines[1][fp8]);
+    for (int t = 0; t < kNumActTensors; ++t) {
+      p.moe_per_row[fp8][t] = z.balanced_rows > 0 ? z.per_rows.kept[t] / z.balanced_rows : 0;
+    }
+  }
+  p.output = MakeOutputLines(f);
+  return p;
+}
+
 ActivationPeak WalkRankActivations(const model::Job& job, const JobFacts& facts,
-                                   std::span<const ModelChunk> stage, int pp_rank) {
-  LayerWalk walk(job, facts, stage, pp_rank);
-  if (!walk.ok()) return WalkRankBytes(job, facts, stage, pp_rank);
+                                   const LayerPasses& passes, std::span<const ModelChunk> stage,
+                                   int pp_rank) {
+  if (!passes.ok) return WalkRankBytes(job, facts, stage, pp_rank);
+  LayerWalk walk(job, facts, passes, stage, pp_rank);
   walk.Run();
   return walk.Snapshot();
 }

@@ -12,13 +12,16 @@
 //   the sizes are not whole bytes per row).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "memtune/estimate/schedule.h"
 #include "memtune/model/job.h"
 #include "tensors/activations.h"
 #include "tensors/job_facts.h"
+#include "tensors/moe_sizes.h"
 
 namespace memtune::estimate::internal {
 
@@ -35,12 +38,53 @@ struct ActivationPeak {
   int in_flight = 0;           // micro-batch-chunks forwarded and not yet backward
 };
 
+// Each layer kind's passes, found once per job (every rank's walk reads them).
+// bytes = a + b x, x the layer's expert rows minus the balanced rows.
+struct Line {
+  std::int64_t a = 0, b = 0;
+  std::int64_t At(std::int64_t x) const { return a + b * x; }
+};
+
+// One layer pass (forward or backward) of one layer kind: its highest points and its net
+// change as lines in x, dominated lines dropped (x >= -balanced rows).
+struct PassLines {
+  std::vector<Line> highs;
+  Line net;
+  std::int64_t High(std::int64_t x) const {
+    std::int64_t most = highs.empty() ? 0 : highs.front().At(x);
+    for (const Line& l : highs) most = std::max(most, l.At(x));
+    return most;
+  }
+};
+
+struct KindLines {
+  PassLines forward, backward;
+};
+
+// The output layer's passes (sizes fixed).
+struct OutputLines {
+  std::int64_t fwd_high = 0, fwd_net = 0;
+  std::int64_t bwd_high[2] = {}, bwd_net[2] = {};  // [deferred]
+};
+
+struct LayerPasses {
+  bool ok = true;  // false: a size not whole bytes per row (WalkRankBytes walks instead)
+  tensors::MoeLayerSizes moe_sizes[2];  // [fp8 layer]
+  KindLines lines[2][2];                // [moe][fp8 layer]
+  OutputLines output;
+  tensors::ActBytes dense_kept[2] = {};   // a dense layer's kept tensors, [fp8 layer]
+  tensors::ActBytes moe_per_row[2] = {};  // a MoE layer's kept bytes per expert row
+};
+
+LayerPasses MakeLayerPasses(const model::Job& job, const tensors::JobFacts& facts);
+
 // Walks pipeline rank `pp_rank` (its `stage` chunks) of a Megatron job whose layers keep
 // all their saved tensors (no full recompute, no offloading: tensors/moe_load.h
-// MakeMoeLoadModel's coverage). The live categories of the layer pass running at the peak
-// count as its transient in WalkRankActivations.
+// MakeMoeLoadModel's coverage); `passes`: MakeLayerPasses(job, facts). The live categories
+// of the layer pass running at the peak count as its transient.
 ActivationPeak WalkRankActivations(const model::Job& job, const tensors::JobFacts& facts,
-                                   std::span<const ModelChunk> stage, int pp_rank);
+                                   const LayerPasses& passes, std::span<const ModelChunk> stage,
+                                   int pp_rank);
 ActivationPeak WalkRankBytes(const model::Job& job, const tensors::JobFacts& facts,
                              std::span<const ModelChunk> stage, int pp_rank);
 

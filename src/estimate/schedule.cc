@@ -37,16 +37,25 @@ Status CountLayers(const ModelConfig& m, PipelineChunks& out) {
   const bool uneven = m.num_layers_in_first_pipeline_stage || m.num_layers_in_last_pipeline_stage;
   if (uneven) {
     int left = layers, stages = p;
-    if (m.num_layers_in_first_pipeline_stage) { left -= *m.num_layers_in_first_pipeline_stage; --stages; }
-    if (m.num_layers_in_last_pipeline_stage) { left -= *m.num_layers_in_last_pipeline_stage; --stages; }
+    if (m.num_layers_in_first_pipeline_stage) {
+      left -= *m.num_layers_in_first_pipeline_stage;
+      --stages;
+    }
+    if (m.num_layers_in_last_pipeline_stage) {
+      left -= *m.num_layers_in_last_pipeline_stage;
+      --stages;
+    }
     if (stages > 0 && (left < 0 || left % stages != 0)) {
-      return LayoutError("model.num_layers", std::to_string(left) + " layers left after the first/last "
-                         "stage counts do not divide evenly over " + std::to_string(stages) +
-                         " middle pipeline stages");
+      return LayoutError("model.num_layers", std::to_string(left) +
+                                                 " layers left after the first/last "
+                                                 "stage counts do not divide evenly over " +
+                                                 std::to_string(stages) +
+                                                 " middle pipeline stages");
     }
     if (stages <= 0 && left != 0) {
-      return LayoutError("model.num_layers", "the first/last pipeline stage counts do not cover all " +
-                         std::to_string(layers) + " layers");
+      return LayoutError("model.num_layers",
+                         "the first/last pipeline stage counts do not cover all " +
+                             std::to_string(layers) + " layers");
     }
     middle = stages > 0 ? left / stages : 0;
   } else {
@@ -54,8 +63,10 @@ Status CountLayers(const ModelConfig& m, PipelineChunks& out) {
                       (m.account_for_loss_in_pipeline_split ? 1 : 0);
     if (slots % p != 0) {
       return LayoutError("model.num_layers", std::to_string(layers) + " layers (" +
-                         std::to_string(slots) + " with embedding/loss slots) do not divide "
-                         "evenly over " + std::to_string(p) + " pipeline stages");
+                                                 std::to_string(slots) +
+                                                 " with embedding/loss slots) do not divide "
+                                                 "evenly over " +
+                                                 std::to_string(p) + " pipeline stages");
     }
     middle = slots / p;
   }
@@ -71,8 +82,8 @@ Status CountLayers(const ModelConfig& m, PipelineChunks& out) {
     if (per_rank % v != 0) {
       return LayoutError("model.virtual_pipeline_model_parallel_size",
                          std::to_string(per_rank) + " layers of pipeline rank " +
-                         std::to_string(r) + " do not divide over " + std::to_string(v) +
-                         " virtual stages");
+                             std::to_string(r) + " do not divide over " + std::to_string(v) +
+                             " virtual stages");
     }
     SetChunkCounts(out, r, per_rank / v);
   }
@@ -88,7 +99,8 @@ Status CountLayersFromLayout(const ModelConfig& m, PipelineChunks& out, int* mtp
                                                       m.pipeline_model_parallel_size));
   const auto problems =
       model::ValidatePipelineLayout(layout, m.num_layers, m.mtp_num_layers.value_or(0));
-  if (!problems.empty()) return LayoutError("model.pipeline_model_parallel_layout", problems.front());
+  if (!problems.empty())
+    return LayoutError("model.pipeline_model_parallel_layout", problems.front());
   const int p = layout.pipeline_size, v = layout.virtual_pipeline_size;
   out.pp_size = p;
   out.vp_size = v;
@@ -98,7 +110,11 @@ Status CountLayersFromLayout(const ModelConfig& m, PipelineChunks& out, int* mtp
     out.chunks[static_cast<std::size_t>(i % p) * v + i / p].num_layers =
         static_cast<int>(std::count(stage.begin(), stage.end(), 't'));
     const int mtp = static_cast<int>(std::count(stage.begin(), stage.end(), 'm'));
-    if (mtp > 0) { *mtp_rank = i % p; *mtp_stage = i / p; *mtp_count = mtp; }
+    if (mtp > 0) {
+      *mtp_rank = i % p;
+      *mtp_stage = i / p;
+      *mtp_count = mtp;
+    }
   }
   return OkStatus();
 }
@@ -119,7 +135,7 @@ Result<PipelineChunks> BuildPipelineChunks(const ModelConfig& m) {
   const int v = out.vp_size;
   if (mtp_stage < 0) mtp_stage = v - 1;
   int offset = 0;
-  for (int c = 0; c < v; ++c) {      // layer order: chunk-major, then rank
+  for (int c = 0; c < v; ++c) {  // layer order: chunk-major, then rank
     for (int r = 0; r < p; ++r) {
       ModelChunk& chunk = out.chunks[static_cast<std::size_t>(r) * v + c];
       chunk.vp_stage = c;
@@ -132,7 +148,7 @@ Result<PipelineChunks> BuildPipelineChunks(const ModelConfig& m) {
   }
   if (offset != m.num_layers) {
     return LayoutError("model.num_layers", "the pipeline layout builds " + std::to_string(offset) +
-                       " layers, not " + std::to_string(m.num_layers));
+                                               " layers, not " + std::to_string(m.num_layers));
   }
   return out;
 }
@@ -179,7 +195,8 @@ void FillLiveMicrobatches(int pp_size, int pp_rank, std::int64_t num_microbatche
   std::fill(live.begin(), live.end(), 0);
   const std::int64_t total = num_microbatches * num_chunks;
   const std::int64_t forwards = std::min<std::int64_t>(
-      WarmupMicrobatches(pp_size, pp_rank, num_chunks, num_microbatches, group_size, ep_overlap) + 1,
+      WarmupMicrobatches(pp_size, pp_rank, num_chunks, num_microbatches, group_size, ep_overlap) +
+          1,
       total);
   if (num_chunks == 1) {
     live[0] = static_cast<int>(forwards);

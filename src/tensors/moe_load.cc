@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "tensors/layer_plan.h"
 
@@ -22,11 +23,28 @@ std::uint64_t Mix(std::uint64_t x) {
 double Unit(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 1.0) * 0x1p-53; }
 
 // A standard normal for (layer, micro-batch): Box-Muller on two hashed uniforms.
-double Normal(int layer, std::int64_t mb) {
+double DrawNormal(int layer, std::int64_t mb) {
   const std::uint64_t h =
       Mix(Mix(static_cast<std::uint64_t>(layer)) ^ static_cast<std::uint64_t>(mb));
   const double u1 = Unit(Mix(h)), u2 = Unit(Mix(h ^ 0x5bd1e995ULL));
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+// DrawNormal memoized per thread for the first layers and micro-batches (a planner estimates
+// thousands of layouts of one model): at most kCachedLayers x kCachedMicrobatches doubles.
+constexpr int kCachedLayers = 512;
+constexpr std::int64_t kCachedMicrobatches = 1024;
+
+double Normal(int layer, std::int64_t mb) {
+  if (layer < 0 || layer >= kCachedLayers || mb < 0 || mb >= kCachedMicrobatches)
+    return DrawNormal(layer, mb);
+  thread_local std::vector<std::vector<double>> cache;
+  if (cache.size() <= static_cast<std::size_t>(layer)) cache.resize(layer + 1);
+  std::vector<double>& row = cache[layer];
+  while (static_cast<std::int64_t>(row.size()) <= mb) {
+    row.push_back(DrawNormal(layer, static_cast<std::int64_t>(row.size())));
+  }
+  return row[mb];
 }
 
 }  // namespace
