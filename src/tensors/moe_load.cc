@@ -70,6 +70,9 @@ MoeLoadModel MakeMoeLoadModel(const model::Job& job) {
       std::log1p(share_var * (static_cast<double>(ep) - 1.0) / static_cast<double>(experts));
   out.rank_sigma = std::sqrt(rank_var);
   out.capacity = m.moe_expert_capacity_factor.value_or(0);
+  const std::int64_t local = experts / ep, topk = std::max<std::int64_t>(1, m.moe_router_topk);
+  out.max_load =
+      static_cast<double>(std::min(topk, local) * experts) / static_cast<double>(topk * local);
   return out;
 }
 
@@ -79,6 +82,7 @@ std::int64_t ExpertRows(const MoeLoadModel& model, std::int64_t balanced_rows, i
   const double s = model.rank_sigma;
   double load = std::exp(s * Normal(layer, mb) - 0.5 * s * s);
   if (model.capacity > 0) load = std::min(load, model.capacity);
+  if (model.max_load > 0) load = std::min(load, model.max_load);
   return std::llround(static_cast<double>(balanced_rows) * load);
 }
 

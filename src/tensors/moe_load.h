@@ -31,6 +31,9 @@ double RoutingSpread(const model::Job& job);
 struct MoeLoadModel {
   double rank_sigma = 0;  // standard deviation of the rank's log-load (0: balanced)
   double capacity = 0;    // the load's cap (moe_expert_capacity_factor; 0: none)
+  // The most a rank can receive: every token of the group sends it min(top-k, E/EP)
+  // copies, E / (top-k x E/EP) x that over balanced (0: none).
+  double max_load = 0;
   bool active() const { return rank_sigma > 0; }
 };
 
@@ -41,7 +44,8 @@ MoeLoadModel MakeMoeLoadModel(const model::Job& job);
 
 // The modelled rank's expert rows in MoE layer `layer` (global index) and micro-batch `mb`
 // (within the iteration), given the balanced rows: round(balanced x load), load =
-// min(capacity, exp(sigma z - sigma^2 / 2)). Returns `balanced_rows` when inactive.
+// min(capacity, max_load, exp(sigma z - sigma^2 / 2)). Returns `balanced_rows` when
+// inactive.
 std::int64_t ExpertRows(const MoeLoadModel& model, std::int64_t balanced_rows, int layer,
                         std::int64_t mb);
 

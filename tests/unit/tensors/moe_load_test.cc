@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tensors/layer_tensors.h"
@@ -64,6 +65,20 @@ TEST(MoeLoadTest, RowsAreDeterministicLognormalAndCapped) {
   m.capacity = 1.1;
   for (int i = 0; i < 1000; ++i) EXPECT_LE(ExpertRows(m, balanced, 7, i), 110000);
   EXPECT_EQ(ExpertRows(MoeLoadModel{}, balanced, 3, 0), balanced) << "inactive";
+}
+
+// A rank cannot receive more than every token's copies bound for it: with 8 experts, top-2
+// and one expert per rank (EP 8) at most 1 copy per token, 8 / 2 = 4x balanced; at the
+// largest spread the draws stay below it.
+TEST(MoeLoadTest, TheLoadStaysBelowWhatTheGroupCanSend) {
+  auto job = MoeLlama70BJob();
+  job.model.expert_model_parallel_size = 8;
+  job.memtune.moe_routing_spread = 4;
+  const MoeLoadModel m = MakeMoeLoadModel(job);
+  EXPECT_DOUBLE_EQ(m.max_load, 4.0);
+  std::int64_t most = 0;
+  for (int i = 0; i < 5000; ++i) most = std::max(most, ExpertRows(m, 1000, i % 61, i / 61));
+  EXPECT_EQ(most, 4000);
 }
 
 TEST(MoeLoadTest, LayerSizesAreAffineInTheRows) {
