@@ -207,6 +207,43 @@ ModuleTime ResidualModule(const LayerContext& ctx, std::string_view scope,
   return m;
 }
 
+// The element-wise passes TE's ring attention adds to the attention kernels of one rank
+// (AttnFuncWithCPAndKVP2P, transformer_engine/pytorch/attention/dot_product_attention/
+// context_parallel.py; the same structure since TE 1.3's attention.py). Each rank holds two
+// halves of the sequence and meets the cp KV blocks in cp steps: the diagonal (causal, whole
+// tiles), the "lower-triangle" steps (all queries, the first half of the KV block) and the
+// "upper-triangle" steps (the second half of the queries, the whole KV block); rank r has r
+// of the first and cp - 1 - r of the second, (cp - 1) / 2 each on average.
+//   forward: K and V packed into one send buffer (read + write); every lower step copies the
+//   KV halves it reads, every upper step the query half, to contiguous tensors; the running
+//   log-sum-exp merged per step (FP32, two reads and a write); after the ring, the output
+//   initialised from the diagonal step (read + write) and every other step's partial output
+//   merged into it (read the partial, read and write the output; half the rows for upper steps).
+//   backward: K and V copied into the send buffer; lower steps copy the KV halves, upper
+//   steps the query, output and output-gradient halves; dQ and dK/dV accumulated per step
+//   (the first a copy, then read-add-write; dQ on half the rows for upper steps, dK/dV for
+//   lower steps).
+// Host: per extra step the forward launches the merge, the copy and a send/receive pair
+// (lse and output merges as two kernels), the backward the copies, the dQ, dK and dV updates
+// and the pair.
+void AddRingMerge(double tokens, double heads, double groups, double qk_dim, double v_dim,
+                  const LayerContext& ctx, ModuleTime& core) {
+  const double steps_half = (ctx.cp - 1) / 2.0;  // lower-triangle = upper-triangle, average
+  const double q = tokens * heads * qk_dim;
+  const double o = tokens * heads * v_dim;
+  const double kv = tokens * groups * (qk_dim + v_dim);
+  // One copy (2 passes) plus read-add-write (3) per full step, 1.5 per half step.
+  const double merge_passes = 2 + 3 * steps_half + 1.5 * steps_half;
+  const double fwd_elements = 2 * kv + steps_half * (kv + q) + merge_passes * o;
+  const double lse_bytes = (ctx.cp - 1) * tokens * heads * 4 * 3;
+  const double bwd_elements =
+      2 * kv + steps_half * (kv + q + 2 * o) + merge_passes * q + merge_passes * kv;
+  core.forward.elementwise += MemorySeconds(fwd_elements * kActBytes + lse_bytes, ctx.hw);
+  core.backward.elementwise += MemorySeconds(bwd_elements * kActBytes, ctx.hw);
+  core.forward.host += (ctx.cp - 1) * 5 * kHostOpSeconds;
+  core.backward.host += (ctx.cp - 1) * 6 * kHostOpSeconds;
+}
+
 void AddAttention(const LayerContext& ctx, const std::vector<Linear>& linears, GemmDtype dtype,
                   std::vector<ModuleTime>& out) {
   const model::ModelConfig& m = ctx.job->model;
@@ -278,6 +315,7 @@ void AddAttention(const LayerContext& ctx, const std::vector<Linear>& linears, G
     const double bwd_comm = 2 * fwd_comm;
     core.forward.comm_exposed = std::max(0.0, fwd_comm - core.forward.attention);
     core.backward.comm_exposed = std::max(0.0, bwd_comm - core.backward.attention);
+    if (!ctx.fsdp2) AddRingMerge(ctx.tokens, heads, groups, qk_dim, v_dim, ctx, core);
   }
   out.push_back(core);
   out.push_back(ResidualModule(ctx, "attn", ""));
